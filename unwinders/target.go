@@ -1,0 +1,127 @@
+package unwinders
+
+// Profile is the architecture profile of the crashed core; it decides which
+// EXC_RETURN values are valid and how an exception frame is laid out.
+type Profile uint8
+
+const (
+	ProfileUnknown Profile = iota
+	V6M                    // Cortex-M0, M0+, M1: HardFault only, no CFSR
+	V7M                    // Cortex-M3, M4, M7
+	V8M                    // Cortex-M23, M33, M55: EXC_RETURN prefix 0xFFFFFF80, optional Security Extension
+)
+
+func (p Profile) String() string {
+	switch p {
+	case V6M:
+		return "ARMv6-M"
+	case V7M:
+		return "ARMv7-M"
+	case V8M:
+		return "ARMv8-M"
+	}
+	return "unknown profile"
+}
+
+// ProfileOf maps a CPU name ("cortex-m4", "m4", "cortex-m0plus") to its
+// profile.
+func ProfileOf(cpu string) Profile {
+	switch normalizeCPU(cpu) {
+	case "cortex-m0", "cortex-m0plus", "cortex-m1":
+		return V6M
+	case "cortex-m3", "cortex-m4", "cortex-m7":
+		return V7M
+	case "cortex-m23", "cortex-m33", "cortex-m35p", "cortex-m55", "cortex-m85":
+		return V8M
+	}
+	return ProfileUnknown
+}
+
+func normalizeCPU(cpu string) string {
+	b := []byte(cpu)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	s := string(b)
+	switch s {
+	case "cortex-m0+", "m0+", "cortex-m0p", "m0p":
+		return "cortex-m0plus"
+	}
+	if len(s) > 1 && s[0] == 'm' && s[1] >= '0' && s[1] <= '9' {
+		s = "cortex-" + s
+	}
+	return s
+}
+
+// Function describes the function that contains an address.
+type Function struct {
+	Name  string // raw symbol name, "" if unknown
+	Start uint32 // first instruction, Thumb bit clear
+	End   uint32 // one past the last byte; equal to Start when the size is unknown
+	Thumb bool
+}
+
+// Program is what a strategy may know about the firmware image. elfsym
+// implements it; tests may implement it directly.
+type Program interface {
+	// FuncAt returns the function whose [Start, End) holds addr. When the
+	// symbol has no size, a function covers addr up to the next symbol.
+	FuncAt(addr uint32) (Function, bool)
+	// IsCode reports whether addr lies in an executable section.
+	IsCode(addr uint32) bool
+	// Section returns a section's address and contents.
+	Section(name string) (addr uint32, data []byte, ok bool)
+	// Symbol returns the address of a named symbol (Thumb bit clear for
+	// functions).
+	Symbol(name string) (uint32, bool)
+}
+
+// Range is a half-open address range [Lo, Hi).
+type Range struct{ Lo, Hi uint32 }
+
+// Contains reports whether a lies in [Lo, Hi).
+func (r Range) Contains(a uint32) bool { return a >= r.Lo && a < r.Hi }
+
+// Valid reports whether the range is non-empty.
+func (r Range) Valid() bool { return r.Hi > r.Lo }
+
+// Target is everything the walk knows about the crashed device. Only Mem is
+// required; every other field improves the result.
+type Target struct {
+	Mem     Memory
+	Prog    Program // nil: no symbols, no code ranges
+	Profile Profile
+	// Stack is the range the main stack (MSP) may occupy: from the lowest
+	// RAM address to the initial SP in the vector table. Zero: unknown.
+	Stack Range
+	// ProcessStack bounds the process stack (PSP) when known.
+	ProcessStack Range
+	// ResetHandler is the start of the reset handler (vector 1), 0 if
+	// unknown; the walk stops there.
+	ResetHandler uint32
+	// StackingFailed is set when the fault status says the exception
+	// entry's own stacking failed (STKERR, MSTKERR): the frame the core
+	// pushed may be incomplete.
+	StackingFailed bool
+}
+
+// InStack reports whether sp lies within a known stack range (either bank),
+// or true when no range is known.
+func (t *Target) InStack(sp uint32) bool {
+	if !t.Stack.Valid() && !t.ProcessStack.Valid() {
+		return true
+	}
+	// Hi is inclusive for SP: an empty full-descending stack has SP == top.
+	in := func(r Range) bool { return r.Valid() && sp >= r.Lo && sp <= r.Hi }
+	return in(t.Stack) || in(t.ProcessStack)
+}
+
+// IsCode reports whether addr is in code; true when no Program is known.
+func (t *Target) IsCode(addr uint32) bool {
+	if t.Prog == nil {
+		return true
+	}
+	return t.Prog.IsCode(addr)
+}

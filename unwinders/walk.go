@@ -1,0 +1,350 @@
+package unwinders
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrNotApplicable is returned by an Unwinder's Step when it has no
+// evidence for the frame (no table entry, no frame pointer, a refused EHABI
+// entry): the walk then lets the next strategy try. Wrap it to say why.
+var ErrNotApplicable = errors.New("not applicable")
+
+// Unwinder is one unwinding strategy. Step computes the caller of frame f.
+// The returned frame's PC is the raw return address as found (for example
+// LR or a word from the stack, Thumb bit and all); the walk recognises
+// EXC_RETURN and FNC_RETURN values in it and steps through the exception
+// frame with shared code, so strategies never unstack exception frames
+// themselves. The returned frame's SP is the caller's stack pointer; Regs the
+// registers the strategy could recover (caller-saved registers unknown).
+//
+// frames holds the frames found so far, innermost first, ending with f; a
+// whole-stack strategy (stack scanning) may use them.
+type Unwinder interface {
+	Name() string
+	Step(t *Target, frames []Frame) (Frame, error)
+}
+
+// StopKind classifies why a walk ended.
+type StopKind uint8
+
+const (
+	StopNone         StopKind = iota
+	StopReset                 // reached the reset handler: the whole chain was found
+	StopEndOfStack            // a return address of 0xFFFFFFFF (LR's reset value)
+	StopLockup                // a lockup PC
+	StopNoUnwinder            // no strategy could unwind the frame
+	StopPCNotCode             // the caller's PC is not in code
+	StopNotACall              // the return address does not follow a call instruction
+	StopSPDecreasing          // the caller's SP is below the callee's
+	StopSPOutOfStack          // the caller's SP is outside the stack
+	StopNoProgress            // the caller equals the callee
+	StopDepth                 // the frame limit was reached
+	StopBadException          // an exception frame could not be read or is invalid
+	StopUnknownPC             // the PC of the first frame is not known
+	StopMemory                // memory needed to unwind is not in the dump
+)
+
+func (k StopKind) String() string {
+	switch k {
+	case StopReset:
+		return "reached the reset handler"
+	case StopEndOfStack:
+		return "reached the end of the stack"
+	case StopLockup:
+		return "the core locked up"
+	case StopNoUnwinder:
+		return "no strategy could unwind further"
+	case StopPCNotCode:
+		return "return address is not in code"
+	case StopNotACall:
+		return "return address does not follow a call"
+	case StopSPDecreasing:
+		return "stack pointer went down"
+	case StopSPOutOfStack:
+		return "stack pointer left the stack"
+	case StopNoProgress:
+		return "no progress"
+	case StopDepth:
+		return "frame limit reached"
+	case StopBadException:
+		return "bad exception frame"
+	case StopUnknownPC:
+		return "PC unknown"
+	case StopMemory:
+		return "memory not in the dump"
+	}
+	return "stopped"
+}
+
+// Stop says why a walk ended.
+type Stop struct {
+	Kind   StopKind
+	Detail string // the specifics: addresses, the strategy that failed and why
+}
+
+func (s Stop) String() string {
+	if s.Detail == "" {
+		return s.Kind.String()
+	}
+	return s.Kind.String() + ": " + s.Detail
+}
+
+// Complete reports whether the walk found the whole chain (it ended at the
+// reset handler or at the reset value of LR).
+func (s Stop) Complete() bool { return s.Kind == StopReset || s.Kind == StopEndOfStack }
+
+// Options tune a walk.
+type Options struct {
+	MaxFrames int // default 64
+}
+
+// Result is what a walk found: always the frames so far plus the reason it
+// stopped, never nothing.
+type Result struct {
+	Frames []Frame
+	Stop   Stop
+}
+
+// StartFrame builds frame 0 from a register file.
+func StartFrame(regs Registers) (Frame, error) {
+	pc, ok := regs.Get(PC)
+	if !ok {
+		return Frame{}, errors.New("the dump does not hold the PC")
+	}
+	sp, _ := regs.Get(SP)
+	return Frame{PC: pc &^ 1, SP: sp, Regs: regs, Kind: KindNormal, Method: MethodRegisters, Confidence: ConfidenceHigh}, nil
+}
+
+// Walk unwinds from regs using the strategies of chain in order, frame by
+// frame: for each frame the first strategy whose step is applicable and
+// passes validation wins. Exception frames are stepped by shared code. The
+// walk applies the stop rules of cortex-m.md section 6 and always returns the
+// frames found plus the reason it stopped.
+func Walk(t *Target, regs Registers, chain []Unwinder, opt Options) Result {
+	max := opt.MaxFrames
+	if max <= 0 {
+		max = 64
+	}
+	f0, err := StartFrame(regs)
+	if err != nil {
+		return Result{Stop: Stop{Kind: StopUnknownPC, Detail: err.Error()}}
+	}
+	if t.Profile == ProfileUnknown {
+		t.Profile = V7M
+	}
+	res := Result{Frames: []Frame{f0}}
+	if IsLockup(regs.Value(PC)) {
+		return Result{Frames: res.Frames, Stop: Stop{Kind: StopLockup, Detail: fmt.Sprintf("PC is 0x%08x", regs.Value(PC))}}
+	}
+	if t.atReset(f0.PC) {
+		res.Stop = Stop{Kind: StopReset}
+		return res
+	}
+	for {
+		if len(res.Frames) >= max {
+			res.Stop = Stop{Kind: StopDepth, Detail: fmt.Sprintf("%d frames", max)}
+			return res
+		}
+		cur := res.Frames[len(res.Frames)-1]
+		caller, stop := step(t, res.Frames, chain)
+		if stop != nil {
+			res.Stop = *stop
+			return res
+		}
+		raw := caller.PC
+		switch {
+		case raw == ResetLR:
+			res.Stop = Stop{Kind: StopEndOfStack, Detail: fmt.Sprintf("return address 0xFFFFFFFF (reset value of LR) found by %s", caller.Method)}
+			return res
+		case raw == FNCReturn0 || raw == FNCReturn1:
+			if t.Profile != V8M {
+				res.Stop = Stop{Kind: StopBadException, Detail: fmt.Sprintf("FNC_RETURN 0x%08x on %v", raw, t.Profile)}
+				return res
+			}
+			pseudo, next, err := UnstackFNC(t, &cur, raw, caller.SP)
+			if err != nil {
+				res.Stop = Stop{Kind: StopBadException, Detail: strings.TrimPrefix(err.Error(), ErrBadExceptionFrame.Error()+": ")}
+				return res
+			}
+			res.Frames = append(res.Frames, pseudo)
+			if s := t.checkCaller(&pseudo, &next); s != nil {
+				res.Stop = *s
+				return res
+			}
+			res.Frames = append(res.Frames, next)
+		case LooksLikeExcReturn(raw):
+			exc := ExcReturn(raw)
+			if !exc.Valid(t.Profile) {
+				res.Stop = Stop{Kind: StopBadException, Detail: fmt.Sprintf("0x%08x is not a valid EXC_RETURN on %v", raw, t.Profile)}
+				return res
+			}
+			// The handler frame's registers, with SP as the step found it:
+			// where the handler's exception return would leave MSP.
+			h := cur
+			if v, ok := caller.Regs.Get(PSP); ok {
+				h.Regs.Set(PSP, v)
+			}
+			pseudo, next, err := Unstack(t, &h, exc, caller.SP)
+			if err != nil {
+				kind := StopBadException
+				if errors.Is(err, ErrUnmapped) {
+					kind = StopMemory
+				}
+				res.Stop = Stop{Kind: kind, Detail: strings.TrimPrefix(err.Error(), ErrBadExceptionFrame.Error()+": ")}
+				return res
+			}
+			pseudo.Confidence = min(pseudo.Confidence, caller.Confidence)
+			next.Confidence = min(next.Confidence, caller.Confidence)
+			if t.StackingFailed && len(res.Frames) <= 2 {
+				next.Confidence = ConfidenceLow
+				next.Note = joinNote(next.Note, "exception stacking failed (STKERR/MSTKERR): this frame may be incomplete")
+			}
+			res.Frames = append(res.Frames, pseudo, next)
+			if !t.InStack(next.SP) {
+				res.Stop = Stop{Kind: StopSPOutOfStack, Detail: fmt.Sprintf("SP 0x%08x after the exception frame is outside the stack", next.SP)}
+				return res
+			}
+		case IsLockup(raw):
+			res.Stop = Stop{Kind: StopLockup, Detail: fmt.Sprintf("return address 0x%08x", raw)}
+			return res
+		default:
+			caller.PC = raw &^ 1
+			caller.ReturnAddress = true
+			caller.Regs.Set(PC, caller.PC)
+			caller.Regs.Set(SP, caller.SP)
+			res.Frames = append(res.Frames, caller)
+		}
+		if len(res.Frames) > max {
+			res.Frames = res.Frames[:max]
+			res.Stop = Stop{Kind: StopDepth, Detail: fmt.Sprintf("%d frames", max)}
+			return res
+		}
+		last := &res.Frames[len(res.Frames)-1]
+		if t.atReset(last.LookupPC()) {
+			res.Stop = Stop{Kind: StopReset}
+			return res
+		}
+	}
+}
+
+// step asks each strategy in turn for the caller of the last frame and
+// validates the answer. It returns the accepted caller or the reason to
+// stop.
+func step(t *Target, frames []Frame, chain []Unwinder) (Frame, *Stop) {
+	cur := &frames[len(frames)-1]
+	var first *Stop
+	var reasons []string
+	for _, u := range chain {
+		caller, err := u.Step(t, frames)
+		if err != nil {
+			if !errors.Is(err, ErrNotApplicable) || first == nil {
+				reasons = append(reasons, fmt.Sprintf("%s: %v", u.Name(), err))
+			}
+			if errors.Is(err, ErrUnmapped) && first == nil {
+				first = &Stop{Kind: StopMemory, Detail: fmt.Sprintf("%s: %v", u.Name(), err)}
+			}
+			continue
+		}
+		if caller.Method == "" {
+			caller.Method = u.Name()
+		}
+		if caller.Confidence == 0 {
+			caller.Confidence = ConfidenceMedium
+		}
+		if s := t.validate(cur, &caller); s != nil {
+			reasons = append(reasons, fmt.Sprintf("%s: %s", u.Name(), s))
+			if first == nil || first.Kind == StopMemory {
+				first = s
+			}
+			continue
+		}
+		return caller, nil
+	}
+	if first != nil {
+		if len(reasons) > 1 {
+			first.Detail = joinReasons(reasons)
+		}
+		return Frame{}, first
+	}
+	detail := fmt.Sprintf("no strategy could unwind 0x%08x", cur.PC)
+	if len(reasons) > 0 {
+		detail += " (" + joinReasons(reasons) + ")"
+	}
+	return Frame{}, &Stop{Kind: StopNoUnwinder, Detail: detail}
+}
+
+func joinReasons(r []string) string {
+	s := ""
+	for i, x := range r {
+		if i > 0 {
+			s += "; "
+		}
+		s += x
+	}
+	return s
+}
+
+// validate applies the per-step checks of cortex-m.md 6.5 to a proposed
+// caller whose PC is still raw.
+func (t *Target) validate(cur, caller *Frame) *Stop {
+	raw := caller.PC
+	if raw == ResetLR || IsLockup(raw) || LooksLikeExcReturn(raw) || raw == FNCReturn0 || raw == FNCReturn1 {
+		// Exception returns keep the handler's SP (the frame sits there).
+		if caller.SP < cur.SP && cur.Kind != KindException {
+			return &Stop{Kind: StopSPDecreasing, Detail: fmt.Sprintf("0x%08x -> 0x%08x", cur.SP, caller.SP)}
+		}
+		return nil
+	}
+	pc := raw &^ 1
+	if caller.SP < cur.SP {
+		return &Stop{Kind: StopSPDecreasing, Detail: fmt.Sprintf("0x%08x -> 0x%08x", cur.SP, caller.SP)}
+	}
+	if !t.InStack(caller.SP) {
+		return &Stop{Kind: StopSPOutOfStack, Detail: fmt.Sprintf("SP 0x%08x", caller.SP)}
+	}
+	if pc == cur.PC && caller.SP == cur.SP {
+		return &Stop{Kind: StopNoProgress, Detail: fmt.Sprintf("PC 0x%08x SP 0x%08x", pc, caller.SP)}
+	}
+	if pc < 2 || !t.IsCode(pc-2) {
+		return &Stop{Kind: StopPCNotCode, Detail: fmt.Sprintf("0x%08x", raw)}
+	}
+	if raw&1 == 0 {
+		return &Stop{Kind: StopNotACall, Detail: fmt.Sprintf("return address 0x%08x has the Thumb bit clear", raw)}
+	}
+	if _, ok := CallBefore(t.Mem, pc); !ok {
+		if _, err := ReadU16(t.Mem, pc-2); err != nil {
+			// Code not in the image: cannot verify, do not claim certainty.
+			caller.Confidence = min(caller.Confidence, ConfidenceMedium)
+			return nil
+		}
+		return &Stop{Kind: StopNotACall, Detail: fmt.Sprintf("no BL/BLX before 0x%08x", pc)}
+	}
+	return nil
+}
+
+// checkCaller applies the SP and code checks to the frame after an
+// FNC_RETURN frame.
+func (t *Target) checkCaller(cur, next *Frame) *Stop {
+	if !t.InStack(next.SP) {
+		return &Stop{Kind: StopSPOutOfStack, Detail: fmt.Sprintf("SP 0x%08x", next.SP)}
+	}
+	if !t.IsCode(next.PC) {
+		return &Stop{Kind: StopPCNotCode, Detail: fmt.Sprintf("0x%08x", next.PC)}
+	}
+	return nil
+}
+
+// atReset reports whether pc lies in the reset handler.
+func (t *Target) atReset(pc uint32) bool {
+	if t.ResetHandler == 0 {
+		return false
+	}
+	if t.Prog != nil {
+		if fn, ok := t.Prog.FuncAt(pc); ok {
+			return fn.Start == t.ResetHandler&^1
+		}
+	}
+	return pc == t.ResetHandler&^1
+}
