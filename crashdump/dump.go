@@ -1,0 +1,234 @@
+// Package crashdump reads and writes Cortex-M crash dumps: the registers,
+// the fault status registers and the memory of a crashed device, plus,
+// for dumps made by the emulator, the true call stack.
+//
+// The native format is faultline.dump/1, a JSON manifest with memory in
+// region files next to it or inline as hex (design.md, "Native dump format").
+// Load and Parse detect the format from the content; importers for field
+// formats (CrashCatcher, Zephyr coredump, Memfault, cortex-m.md section 7)
+// join the ordered list that Formats returns.
+//
+// A dump is untrusted input. Parsing never panics, every size is bounded
+// (MaxManifestSize, MaxRegionSize, MaxTotalSize), region files must lie
+// inside the manifest's directory, and every error is a *FormatError naming
+// the file, the field or byte offset, and what was expected.
+package crashdump
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/faultline-dev/faultline/crashdump/fault"
+	"github.com/faultline-dev/faultline/unwinders"
+)
+
+// Size limits that keep the memory a dump can make faultline allocate
+// bounded.
+const (
+	MaxManifestSize = 64 << 20  // the dump file itself (JSON manifest, or a whole binary dump)
+	MaxRegionSize   = 512 << 20 // one memory region
+	MaxTotalSize    = 1 << 30   // all memory regions together
+)
+
+// FormatNative is the Format name of the native JSON dump.
+const FormatNative = "faultline.dump/1"
+
+// Dump is a crash dump: what the device (or the emulator) recorded at the
+// fault.
+type Dump struct {
+	Path   string              // the file it was read from, for messages
+	Format string              // "faultline.dump/1" (later "crashcatcher", "zephyr", "memfault", ...)
+	CPU    string              // "cortex-m4", ...; "" if the dump does not say
+	Regs   unwinders.Registers // registers the dump does not hold are unknown
+	// Fault holds the SCB fault registers: those the memory regions hold at
+	// their architectural addresses, overridden by the values the dump
+	// states explicitly (the native "fault" object).
+	Fault fault.SCB
+	// Memory holds the regions in the order the dump lists them. Each Name
+	// says where the bytes came from: the region file's name as the
+	// manifest gives it, or "hex@0x20000000" for inline hex.
+	Memory []unwinders.Region
+	Truth  *Truth // the true call stack, nil if the dump has none
+}
+
+// Truth is the ground-truth call stack of an emulated crash (the emulator's
+// shadow call stack), used to score unwinders.
+type Truth struct {
+	Source string       // what produced it: "emulator-shadow-stack", "qemu-gdb", ...
+	Frames []TruthFrame // faulting frame first
+	Stop   string       // why the true stack ends there, "" if not said
+}
+
+// TruthFrame is one frame of a Truth.
+type TruthFrame struct {
+	PC       uint32
+	HasPC    bool
+	Function string
+	Kind     string // "" for a normal frame, or "exception"
+	File     string
+	Line     int
+}
+
+// Profile returns the architecture profile of the dump's CPU.
+func (d *Dump) Profile() unwinders.Profile { return unwinders.ProfileOf(d.CPU) }
+
+// Image returns the dump's memory regions as one layer of a memory image.
+// It fails when regions overlap or run past 4 GiB (Parse already rejects
+// such dumps; a Dump built by hand may have them).
+func (d *Dump) Image() (*unwinders.Image, error) {
+	im := new(unwinders.Image)
+	if err := im.AddLayer(d.Memory...); err != nil {
+		return nil, fmt.Errorf("crashdump: %s: %w", d.Path, err)
+	}
+	return im, nil
+}
+
+// Format is one dump format that Load and Parse can read.
+type Format struct {
+	Name string // "faultline.dump/1"
+	// Match reports whether data looks like this format. It must be cheap
+	// and must accept broken instances of the format too, so that Parse
+	// can say what is wrong with them.
+	Match func(data []byte) bool
+	// Parse decodes a dump. name is used in messages; readFile reads a
+	// file relative to the dump's directory (nil when there is none).
+	Parse func(data []byte, name string, readFile func(rel string) ([]byte, error)) (*Dump, error)
+}
+
+// Formats returns the formats Detect tries, in order: more specific
+// formats come first. It returns a new slice on each call.
+func Formats() []Format {
+	return []Format{
+		{Name: FormatNative, Match: matchNative, Parse: parseNative},
+	}
+}
+
+// Detect returns the first format in Formats whose Match accepts data.
+func Detect(data []byte) (Format, bool) {
+	for _, f := range Formats() {
+		if f.Match(data) {
+			return f, true
+		}
+	}
+	return Format{}, false
+}
+
+// Parse decodes a dump held in data, detecting its format from the content.
+// name names the dump in messages and in Dump.Path. readFile reads a region
+// file given its path relative to the dump's directory, as written in the
+// manifest (slash-separated, already checked to stay inside the directory);
+// it may be nil when the dump has no region files. Errors are *FormatError.
+func Parse(data []byte, name string, readFile func(rel string) ([]byte, error)) (*Dump, error) {
+	if len(data) == 0 {
+		return nil, &FormatError{File: name, Offset: -1, Msg: "empty file", Err: ErrUnknownFormat}
+	}
+	if len(data) > MaxManifestSize {
+		return nil, &FormatError{File: name, Offset: -1, Err: ErrTooLarge,
+			Msg: fmt.Sprintf("%d bytes: larger than the %d byte limit", len(data), MaxManifestSize)}
+	}
+	f, ok := Detect(data)
+	if !ok {
+		n := min(len(data), 8)
+		return nil, &FormatError{File: name, Offset: -1, Err: ErrUnknownFormat,
+			Msg: fmt.Sprintf("unknown dump format (starts with % x): want a %s JSON manifest", data[:n], FormatNative)}
+	}
+	return f.Parse(data, name, readFile)
+}
+
+// Load reads the dump at path and detects its format from the content.
+// Region files are read relative to path's directory through an os.Root,
+// so neither the manifest nor a symbolic link can reach outside it; they
+// must be regular files. Errors are *FormatError; errors.Is works for
+// fs.ErrNotExist, ErrTooLarge and ErrUnknownFormat.
+func Load(path string) (*Dump, error) {
+	data, err := readLimited(path, MaxManifestSize,
+		func() (fs.FileInfo, error) { return os.Stat(path) },
+		func() (*os.File, error) { return os.Open(path) })
+	if err != nil {
+		return nil, &FormatError{File: path, Offset: -1, Msg: "cannot read: " + fsReason(err), Err: err}
+	}
+	var (
+		root    *os.Root
+		rootErr error
+		total   int64
+	)
+	defer func() {
+		if root != nil {
+			root.Close()
+		}
+	}()
+	readFile := func(rel string) ([]byte, error) {
+		if root == nil && rootErr == nil {
+			root, rootErr = os.OpenRoot(filepath.Dir(path))
+		}
+		if rootErr != nil {
+			return nil, rootErr
+		}
+		limit := min(int64(MaxRegionSize), MaxTotalSize-total)
+		name := filepath.FromSlash(rel)
+		b, err := readLimited(rel, limit,
+			func() (fs.FileInfo, error) { return root.Stat(name) },
+			func() (*os.File, error) { return root.Open(name) })
+		total += int64(len(b))
+		return b, err
+	}
+	return Parse(data, path, readFile)
+}
+
+// readLimited reads a regular file of at most limit bytes. It checks the
+// file with stat before opening it, so that a FIFO or device cannot block
+// or feed the reader forever, and again after. The error says what is
+// wrong; callers strip the path with fsReason and name the file themselves.
+func readLimited(name string, limit int64, stat func() (fs.FileInfo, error), open func() (*os.File, error)) ([]byte, error) {
+	check := func(st fs.FileInfo) error {
+		if !st.Mode().IsRegular() {
+			return &fs.PathError{Op: "read", Path: name, Err: errNotRegular}
+		}
+		if st.Size() > limit {
+			return &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, st.Size(), limit)}
+		}
+		return nil
+	}
+	st, err := stat()
+	if err != nil {
+		return nil, err
+	}
+	if err := check(st); err != nil {
+		return nil, err
+	}
+	f, err := open()
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err = f.Stat(); err != nil {
+		return nil, err
+	}
+	if err := check(st); err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)}
+	}
+	return b, nil
+}
+
+var errNotRegular = errors.New("not a regular file")
+
+// fsReason is the reason of a file system error without the path, which
+// the caller's message names already.
+func fsReason(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}

@@ -1,0 +1,423 @@
+package crashdump
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/faultline-dev/faultline/crashdump/fault"
+	"github.com/faultline-dev/faultline/unwinders"
+)
+
+// The native format, faultline.dump/1 (design.md):
+//
+//	{
+//	  "schema":    "faultline.dump/1",                      required
+//	  "cpu":       "cortex-m4",                             optional
+//	  "registers": {"r0": "0x0", "pc": 516, ...},           optional; missing registers are unknown
+//	  "fault":     {"cfsr": "0x8200", "hfsr": ..., ...},    optional; overrides the SCB bytes in memory
+//	  "memory":    [{"address": "0x20000000", "file": "ram.bin", "size": 65536},
+//	                {"address": "0xe000ed28", "hex": "00820000"}],
+//	  "truth":     {"source": "...", "frames": [...], "stop": "..."}  optional
+//	}
+//
+// Numbers are "0x" hex strings or JSON integers. A register or fault value
+// of null is unknown, like a missing one. Register names are those of
+// unwinders.ParseReg; fault names those of fault.Names, in any case. Each
+// memory entry has exactly one of "file" (a path relative to the manifest's
+// directory, slash-separated, that must stay inside it) or "hex" (the bytes
+// as hex digits), and an optional "size", the region's length in bytes,
+// which must then match. Unknown keys in "registers", "fault" and memory
+// entries are errors; unknown keys at the top level and in "truth" are
+// ignored, for forward compatibility.
+
+// matchNative accepts anything that starts like a JSON object, so that a
+// broken manifest gets a JSON error rather than "unknown format".
+func matchNative(data []byte) bool {
+	t := bytes.TrimLeft(data, " \t\r\n")
+	return len(t) > 0 && t[0] == '{'
+}
+
+// parseNative decodes a faultline.dump/1 manifest.
+func parseNative(data []byte, name string, readFile func(rel string) ([]byte, error)) (*Dump, error) {
+	if err := json.Unmarshal(data, new(json.RawMessage)); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return nil, &FormatError{File: name, Offset: se.Offset, Msg: "invalid JSON: " + se.Error(), Err: err}
+		}
+		return nil, &FormatError{File: name, Offset: -1, Msg: "invalid JSON: " + err.Error(), Err: err}
+	}
+	trimmed := bytes.TrimLeft(data, " \t\r\n")
+	root := node{raw: bytes.TrimRight(trimmed, " \t\r\n"), off: int64(len(data) - len(trimmed))}
+	p := &parser{name: name}
+	top, err := p.members(root)
+	if err != nil {
+		return nil, err
+	}
+	get := func(key string) (node, bool) {
+		for _, m := range top {
+			if m.key == key && !m.val.isNull() {
+				return m.val, true
+			}
+		}
+		return node{path: key, off: -1}, false
+	}
+
+	d := &Dump{Path: name, Format: FormatNative}
+	n, ok := get("schema")
+	if !ok {
+		return nil, p.errf(n, "missing: want %q", FormatNative)
+	}
+	schema, err := p.str(n)
+	if err != nil {
+		return nil, err
+	}
+	if schema != FormatNative {
+		return nil, p.errf(n, "%s is not supported: want %q", quoteShort(schema), FormatNative)
+	}
+	if n, ok := get("cpu"); ok {
+		if d.CPU, err = p.str(n); err != nil {
+			return nil, err
+		}
+	}
+	if n, ok := get("registers"); ok {
+		if err := p.registers(n, &d.Regs); err != nil {
+			return nil, err
+		}
+	}
+	var explicit fault.SCB
+	if n, ok := get("fault"); ok {
+		if explicit, err = p.fault(n); err != nil {
+			return nil, err
+		}
+	}
+	if n, ok := get("memory"); ok {
+		if d.Memory, err = p.memory(n, readFile); err != nil {
+			return nil, err
+		}
+	}
+	if n, ok := get("truth"); ok {
+		if d.Truth, err = p.truth(n); err != nil {
+			return nil, err
+		}
+	}
+	im, err := d.Image()
+	if err != nil { // p.memory has checked overlaps already
+		return nil, &FormatError{File: name, Field: "memory", Offset: -1, Msg: err.Error(), Err: err}
+	}
+	d.Fault = fault.FromMemory(im).Merge(explicit)
+	return d, nil
+}
+
+// registers decodes the "registers" object.
+func (p *parser) registers(n node, regs *unwinders.Registers) error {
+	ms, err := p.members(n)
+	if err != nil {
+		return err
+	}
+	first := make(map[unwinders.Reg]string)
+	for _, m := range ms {
+		reg, ok := unwinders.ParseReg(m.key)
+		if !ok {
+			return p.errf(m.val, "unknown register %s: want r0-r12, sp, lr, pc, xpsr, msp, psp, control, primask, basepri, faultmask, fpscr or s0-s31", quoteShort(m.key))
+		}
+		if k, dup := first[reg]; dup {
+			return p.errf(m.val, "same register as %s", n.field(k))
+		}
+		first[reg] = m.key
+		if m.val.isNull() {
+			continue
+		}
+		v, err := p.u32(m.val)
+		if err != nil {
+			return err
+		}
+		regs.Set(reg, v)
+	}
+	return nil
+}
+
+// fault decodes the "fault" object.
+func (p *parser) fault(n node) (fault.SCB, error) {
+	var scb fault.SCB
+	ms, err := p.members(n)
+	if err != nil {
+		return scb, err
+	}
+	first := make(map[string]string)
+	for _, m := range ms {
+		f := scb.Field(m.key)
+		if f == nil {
+			return scb, p.errf(m.val, "unknown fault register %s: want one of %s", quoteShort(m.key), strings.ToLower(strings.Join(fault.Names(), ", ")))
+		}
+		up := strings.ToUpper(m.key)
+		if k, dup := first[up]; dup {
+			return scb, p.errf(m.val, "same register as %s", n.field(k))
+		}
+		first[up] = m.key
+		if m.val.isNull() {
+			continue
+		}
+		v, err := p.u32(m.val)
+		if err != nil {
+			return scb, err
+		}
+		*f = fault.Known(v)
+	}
+	return scb, nil
+}
+
+// memory decodes the "memory" array and reads the region files.
+func (p *parser) memory(n node, readFile func(rel string) ([]byte, error)) ([]unwinders.Region, error) {
+	elems, err := p.elements(n)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		regions []unwinders.Region
+		nodes   []node
+		total   int64
+	)
+	for _, e := range elems {
+		r, err := p.region(e, readFile, total)
+		if err != nil {
+			return nil, err
+		}
+		total += int64(len(r.Data))
+		regions = append(regions, r)
+		nodes = append(nodes, e)
+	}
+	// Overlaps, reported against both entries in document order.
+	idx := make([]int, len(regions))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return regions[idx[a]].Addr < regions[idx[b]].Addr })
+	for k := 1; k < len(idx); k++ {
+		a, b := idx[k-1], idx[k]
+		if uint64(regions[b].Addr) < regions[a].End() {
+			if a > b {
+				a, b = b, a
+			}
+			return nil, p.errf(nodes[b], "region %s (0x%08x-0x%08x) overlaps %s, region %s (0x%08x-0x%08x)",
+				regions[b].Name, regions[b].Addr, regions[b].End(), nodes[a].path, regions[a].Name, regions[a].Addr, regions[a].End())
+		}
+	}
+	return regions, nil
+}
+
+// region decodes one memory entry; total is the size of the regions before
+// it.
+func (p *parser) region(e node, readFile func(rel string) ([]byte, error), total int64) (unwinders.Region, error) {
+	var r unwinders.Region
+	ms, err := p.members(e)
+	if err != nil {
+		return r, err
+	}
+	var addr, file, hexv, size *node
+	for i := range ms {
+		m := &ms[i]
+		switch m.key {
+		case "address":
+			addr = &m.val
+		case "file":
+			file = &m.val
+		case "hex":
+			hexv = &m.val
+		case "size":
+			size = &m.val
+		default:
+			return r, p.errf(m.val, "unknown key: want address, file, hex or size")
+		}
+	}
+	if addr == nil {
+		return r, p.errf(e, "no address")
+	}
+	a, err := p.u32(*addr)
+	if err != nil {
+		return r, err
+	}
+	r.Addr = a
+	var want int64 = -1
+	if size != nil {
+		v, err := p.number(*size, 1<<32)
+		if err != nil {
+			return r, err
+		}
+		if v > MaxRegionSize {
+			return r, &FormatError{File: p.name, Field: size.path, Offset: size.off, Err: ErrTooLarge,
+				Msg: fmt.Sprintf("%d bytes: larger than the %d byte region limit", v, MaxRegionSize)}
+		}
+		want = int64(v)
+	}
+	switch {
+	case file != nil && hexv != nil:
+		return r, p.errf(e, `has both "file" and "hex": want exactly one`)
+	case file == nil && hexv == nil:
+		return r, p.errf(e, `has neither "file" nor "hex": want exactly one`)
+	case file != nil:
+		rel, err := p.str(*file)
+		if err != nil {
+			return r, err
+		}
+		if err := p.checkRel(*file, rel); err != nil {
+			return r, err
+		}
+		if readFile == nil {
+			return r, p.errf(*file, "cannot read %s: no directory to read region files from", quoteShort(rel))
+		}
+		b, err := readFile(rel)
+		if err != nil {
+			fe := p.errf(*file, "cannot read %s: %s", quoteShort(rel), fsReason(err))
+			fe.Err = err
+			return r, fe
+		}
+		r.Name, r.Data = rel, b
+	default:
+		s, err := p.str(*hexv)
+		if err != nil {
+			return r, err
+		}
+		if len(s)/2 > MaxRegionSize {
+			return r, &FormatError{File: p.name, Field: hexv.path, Offset: hexv.off, Err: ErrTooLarge,
+				Msg: fmt.Sprintf("%d bytes: larger than the %d byte region limit", len(s)/2, MaxRegionSize)}
+		}
+		b, err := hex.DecodeString(s)
+		if err != nil {
+			var ib hex.InvalidByteError
+			if errors.As(err, &ib) {
+				return r, p.errf(*hexv, "invalid hex digit %q at position %d", rune(ib), strings.IndexByte(s, byte(ib)))
+			}
+			return r, p.errf(*hexv, "odd number of hex digits (%d): want two per byte", len(s))
+		}
+		r.Name, r.Data = fmt.Sprintf("hex@0x%08x", a), b
+	}
+	n := int64(len(r.Data))
+	switch {
+	case n == 0:
+		return r, p.errf(e, "region %s is empty", r.Name)
+	case want >= 0 && n < want:
+		return r, p.errf(e, "region %s is short: %d bytes, size says %d", r.Name, n, want)
+	case want >= 0 && n > want:
+		return r, p.errf(e, "region %s is long: %d bytes, size says %d", r.Name, n, want)
+	case n > MaxRegionSize:
+		return r, &FormatError{File: p.name, Field: e.path, Offset: e.off, Err: ErrTooLarge,
+			Msg: fmt.Sprintf("region %s is %d bytes: larger than the %d byte region limit", r.Name, n, MaxRegionSize)}
+	case total+n > MaxTotalSize:
+		return r, &FormatError{File: p.name, Field: e.path, Offset: e.off, Err: ErrTooLarge,
+			Msg: fmt.Sprintf("region %s brings the memory to %d bytes: more than the %d byte limit", r.Name, total+n, MaxTotalSize)}
+	case r.End() > 1<<32:
+		return r, p.errf(e, "region %s at 0x%08x with %d bytes runs past 4 GiB (ends at 0x%x)", r.Name, r.Addr, n, r.End())
+	}
+	return r, nil
+}
+
+// checkRel rejects region file paths that are empty, absolute or escape the
+// manifest's directory: a dump is untrusted input.
+func (p *parser) checkRel(n node, rel string) error {
+	native := filepath.FromSlash(rel)
+	switch {
+	case rel == "":
+		return p.errf(n, "empty path: want a file name relative to the manifest's directory")
+	case strings.HasPrefix(rel, "/") || strings.HasPrefix(rel, `\`) || filepath.IsAbs(native) || filepath.VolumeName(native) != "":
+		return p.errf(n, "%s is an absolute path: want a path relative to the manifest's directory", quoteShort(rel))
+	case strings.IndexByte(rel, 0) >= 0 || !filepath.IsLocal(native):
+		return p.errf(n, "%s escapes the manifest's directory: want a path inside it", quoteShort(rel))
+	}
+	return nil
+}
+
+// truth decodes the "truth" object.
+func (p *parser) truth(n node) (*Truth, error) {
+	ms, err := p.members(n)
+	if err != nil {
+		return nil, err
+	}
+	t := new(Truth)
+	var haveSource, haveFrames bool
+	for _, m := range ms {
+		switch m.key {
+		case "source":
+			if t.Source, err = p.str(m.val); err != nil {
+				return nil, err
+			}
+			haveSource = true
+		case "stop":
+			if t.Stop, err = p.optStr(m.val); err != nil {
+				return nil, err
+			}
+		case "frames":
+			elems, err := p.elements(m.val)
+			if err != nil {
+				return nil, err
+			}
+			for _, e := range elems {
+				f, err := p.truthFrame(e)
+				if err != nil {
+					return nil, err
+				}
+				t.Frames = append(t.Frames, f)
+			}
+			haveFrames = true
+		}
+	}
+	if !haveSource {
+		return nil, p.errf(node{path: n.field("source"), off: -1}, "missing: want a string naming what produced the truth")
+	}
+	if !haveFrames {
+		return nil, p.errf(node{path: n.field("frames"), off: -1}, "missing: want an array of frames")
+	}
+	return t, nil
+}
+
+// truthFrame decodes one element of truth.frames.
+func (p *parser) truthFrame(e node) (TruthFrame, error) {
+	var f TruthFrame
+	ms, err := p.members(e)
+	if err != nil {
+		return f, err
+	}
+	for _, m := range ms {
+		switch m.key {
+		case "pc":
+			if m.val.isNull() {
+				continue
+			}
+			if f.PC, err = p.u32(m.val); err != nil {
+				return f, err
+			}
+			f.HasPC = true
+		case "function":
+			f.Function, err = p.optStr(m.val)
+		case "file":
+			f.File, err = p.optStr(m.val)
+		case "kind":
+			f.Kind, err = p.optStr(m.val)
+			switch f.Kind {
+			case "", "exception":
+			case "normal":
+				f.Kind = ""
+			default:
+				if err == nil {
+					err = p.errf(m.val, "%s is not a frame kind: want \"normal\" or \"exception\"", quoteShort(f.Kind))
+				}
+			}
+		case "line":
+			if m.val.isNull() {
+				continue
+			}
+			var v uint64
+			v, err = p.number(m.val, 1<<31-1)
+			f.Line = int(v)
+		}
+		if err != nil {
+			return f, err
+		}
+	}
+	return f, nil
+}
