@@ -1,0 +1,234 @@
+package elfsym
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+)
+
+// Location is one level of the source position of an address. Symbolize
+// returns an inline chain innermost first: every entry but the last is a
+// function inlined into the next one, and the last is the out-of-line
+// function that owns the code.
+type Location struct {
+	// Function is the readable name: demangled, the inlined function for
+	// an inlined level. "" when unknown (printers show "??").
+	Function string `json:"function,omitempty"`
+	// LinkageName is the name exactly as addr2line -f prints it: the
+	// mangled linkage name for C++, else the same as Function.
+	LinkageName string `json:"linkage_name,omitempty"`
+	// Symbol is the raw ELF function symbol containing the address ("" if
+	// none), the same for every level of a chain.
+	Symbol string `json:"symbol,omitempty"`
+	// Offset is the address minus the start of Symbol.
+	Offset uint32 `json:"offset"`
+	// File is the source file as addr2line prints it: DW_AT_comp_dir,
+	// the line table's directory and the file name joined without
+	// cleaning. For an inlined level's caller it is DW_AT_call_file.
+	File string `json:"file,omitempty"`
+	// Line is the line number, 0 if unknown.
+	Line int `json:"line,omitempty"`
+	// Column is the column of a call site (DW_AT_call_column), 0 if unknown.
+	Column int `json:"column,omitempty"`
+	// Discriminator is the line table's discriminator of the innermost
+	// level (DWARF 5 section 6.2.2), 0 if none.
+	Discriminator int `json:"discriminator,omitempty"`
+	// Inlined is true for every level that was inlined into the next one.
+	Inlined bool `json:"inlined,omitempty"`
+}
+
+// Symbolize returns the source locations of addr, innermost inlined
+// function first, following addr2line -f -i (binutils 2.40):
+//
+//   - the line comes from the line table row that covers addr, in the
+//     compilation unit whose covering sequence is the shortest;
+//   - the innermost function is the deepest DW_TAG_subprogram or
+//     DW_TAG_inlined_subroutine whose ranges hold addr; each enclosing
+//     inlined level adds an entry located at the DW_AT_call_file and
+//     DW_AT_call_line of the level inside it;
+//   - without DWARF (or without a line for addr) the function is the
+//     nearest function symbol below addr in addr's section, unless addr
+//     lies past that symbol's size (addr2line names it anyway).
+//
+// It returns no locations (and no error) when nothing is known about addr:
+// addr lies in no allocated section, or nothing describes it. Debugging
+// information of functions removed by --gc-sections is never used (see the
+// package documentation). The error reports undecodable DWARF of the
+// compilation unit holding addr; the locations are still the best known.
+// Cost: O(log n) after the first lookup in a compilation unit, which
+// decodes that unit.
+func (f *File) Symbolize(addr uint32) ([]Location, error) {
+	return f.symbolize(addr, nil)
+}
+
+// symbolize is Symbolize; skip, when not nil, hides function nodes from the
+// innermost-function search (tests use it to model addr2line quirks).
+func (f *File) symbolize(addr uint32, skip func(*fnode) bool) ([]Location, error) {
+	sec := f.allocSectionAt(addr)
+	if sec == nil {
+		return nil, nil
+	}
+	var raw string
+	var off uint32
+	if s, ok := f.syms.funcs.innermost(addr); ok {
+		raw, off = s.name, addr-s.start
+	}
+
+	var (
+		found   bool
+		row     lineRow
+		lt      *lineTable
+		u       *unit
+		fn      int32 = -1
+		bestLen       = ^uint64(0)
+		err     error
+	)
+	if f.dw != nil {
+		f.dw.ranges.containing(addr, func(c *cuRange) bool {
+			cu := f.dw.units[c.unit]
+			cu.load(f.dw)
+			if cu.err != nil && err == nil {
+				err = fmt.Errorf("elfsym: %s: DWARF: %v", f.name, cu.err)
+			}
+			if cu.lines == nil {
+				return true
+			}
+			rw, seqLen, ok := cu.lines.findWithLen(addr)
+			if !ok || seqLen > bestLen {
+				return true
+			}
+			found, row, lt, u, bestLen = true, rw, cu.lines, cu, seqLen
+			fn = cu.innermost(addr, skip)
+			return true
+		})
+	}
+
+	var loc Location
+	loc.Symbol, loc.Offset = raw, off
+	a2l, haveSym := f.addr2lineSymbol(addr, sec)
+	// addr2line would name a sized symbol for an address past its end (in
+	// the padding before the next function); elfsym does not blame it.
+	inGap := haveSym && a2l.size > 0 && uint64(addr) >= uint64(a2l.start)+uint64(a2l.size)
+	if found {
+		loc.File = lt.fileName(uint64(row.file))
+		loc.Line = int(row.line)
+		loc.Discriminator = int(row.disc)
+	}
+	switch {
+	case fn >= 0 && u.nodes[fn].linkage:
+		loc.LinkageName = u.nodes[fn].name
+	case fn >= 0:
+		// addr2line replaces a non-linkage DWARF name by the ELF symbol
+		// that starts exactly where the function does.
+		loc.LinkageName = u.nodes[fn].name
+		if haveSym && a2l.start == u.nodes[fn].firstLow {
+			loc.LinkageName = a2l.name
+		}
+	case haveSym && !inGap:
+		loc.LinkageName = a2l.name
+		if !found {
+			loc.File = a2l.file
+		}
+	}
+	if !found && (!haveSym || inGap) {
+		return nil, err
+	}
+	loc.Function = demangledOrRaw(loc.LinkageName)
+	locs := []Location{loc}
+	for fn >= 0 && u.nodes[fn].inlined && u.nodes[fn].parent >= 0 && len(locs) <= len(u.nodes) {
+		n := &u.nodes[fn]
+		locs[len(locs)-1].Inlined = true
+		p := &u.nodes[n.parent]
+		locs = append(locs, Location{
+			Function:    demangledOrRaw(p.name),
+			LinkageName: p.name,
+			Symbol:      raw,
+			Offset:      off,
+			File:        lt.fileName(n.callFile),
+			Line:        int(n.callLine),
+			Column:      int(n.callCol),
+		})
+		fn = n.parent
+	}
+	return locs, err
+}
+
+// findWithLen is find that also returns the length of the sequence used,
+// which addr2line minimises across compilation units.
+func (t *lineTable) findWithLen(addr uint32) (lineRow, uint64, bool) {
+	var best *lineSeq
+	t.seqs.containing(addr, func(s *lineSeq) bool {
+		if best == nil || s.lo < best.lo || (s.lo == best.lo && s.hi > best.hi) {
+			best = s
+		}
+		return true
+	})
+	if best == nil {
+		return lineRow{}, 0, false
+	}
+	r, ok := t.find(addr)
+	return r, best.hi - uint64(best.lo), ok
+}
+
+// WriteAddr2Line writes locs the way `arm-none-eabi-addr2line -f -i`
+// (binutils 2.40) prints an address: for each level a function line
+// ("??" when unknown) and a "file:line" line ("??" for an unknown file, "?"
+// for an unknown line, " (discriminator N)" after a non-zero discriminator
+// of the innermost level). No locations print "??" and "??:0", as addr2line
+// does for an address it knows nothing about. With demangle, names are
+// demangled as with addr2line -C.
+func WriteAddr2Line(w io.Writer, locs []Location, demangle bool) error {
+	bw := bufio.NewWriter(w)
+	if len(locs) == 0 {
+		bw.WriteString("??\n??:0\n")
+		return bw.Flush()
+	}
+	for _, l := range locs {
+		name := l.LinkageName
+		if demangle || name == "" {
+			name = l.Function
+		}
+		if name == "" {
+			name = "??"
+		}
+		file := l.File
+		if file == "" {
+			file = "??"
+		}
+		switch {
+		case l.Line == 0:
+			fmt.Fprintf(bw, "%s\n%s:?\n", name, file)
+		case l.Discriminator != 0:
+			fmt.Fprintf(bw, "%s\n%s:%d (discriminator %d)\n", name, file, l.Line, l.Discriminator)
+		default:
+			fmt.Fprintf(bw, "%s\n%s:%d\n", name, file, l.Line)
+		}
+	}
+	return bw.Flush()
+}
+
+// AddrLocations is the JSON form of one symbolized address, for
+// `faultline symbolize --format json`.
+type AddrLocations struct {
+	Address   string     `json:"address"` // "0x%08x"
+	Symbol    *SymbolRef `json:"symbol,omitempty"`
+	Locations []Location `json:"locations"` // innermost first; empty when nothing is known
+	Error     string     `json:"error,omitempty"`
+}
+
+// Describe symbolizes addr into its JSON form: the locations, the nearest
+// symbol (which may be "in the gap after" a symbol) and any DWARF error.
+func (f *File) Describe(addr uint32) AddrLocations {
+	locs, err := f.Symbolize(addr)
+	out := AddrLocations{Address: fmt.Sprintf("0x%08x", addr), Locations: locs}
+	if out.Locations == nil {
+		out.Locations = []Location{}
+	}
+	if ref, ok := f.SymbolFor(addr); ok {
+		out.Symbol = &ref
+	}
+	if err != nil {
+		out.Error = err.Error()
+	}
+	return out
+}
