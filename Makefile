@@ -1,0 +1,53 @@
+# faultline: the two commands a new user needs are `make demo` and
+# `make test`; both install missing Debian packages first.
+
+GO      ?= go
+BIN     := bin/faultline
+DEMO_ELF  := firmware-samples/build/gcc-m3-O2.elf
+DEMO_DUMP := fixtures/qemu/gcc-m3-O2-null_write_deep.json
+
+.PHONY: all deps toolchain build demo test vet race fuzz firmware firmware-check oracle clean
+
+all: build
+
+deps:
+	@.ci/install-deps.sh
+
+toolchain:
+	@.ci/install-deps.sh --toolchain
+
+build: deps
+	$(GO) build -o $(BIN) ./cmd/faultline
+
+# Decode a bundled sample crash (a NULL write at the end of a deep call
+# chain, captured from QEMU by GDB) against its firmware.
+demo: build
+	$(BIN) analyze --elf $(DEMO_ELF) $(DEMO_DUMP)
+
+# Every test, with the race detector.
+test: deps
+	$(GO) vet ./...
+	$(GO) test -race -count=1 ./...
+
+# Run each fuzz target for a fixed budget.
+FUZZTIME ?= 20s
+fuzz: deps
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for t in $$($(GO) test -list 'Fuzz.*' $$pkg | grep '^Fuzz' || true); do \
+	    echo "== $$pkg $$t"; $(GO) test -run XXX -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; done
+
+# Rebuild the sample firmware (needs the cross toolchain).
+firmware: toolchain
+	$(MAKE) -C firmware-samples
+
+# Check that rebuilding the samples reproduces the committed ELFs.
+firmware-check: toolchain
+	$(MAKE) -C firmware-samples check
+
+# Regenerate the QEMU + GDB oracle fixtures.
+oracle: toolchain
+	$(MAKE) -C firmware-samples oracle
+
+clean:
+	rm -rf bin

@@ -1,0 +1,205 @@
+// Package analysis turns a crash dump and the firmware ELF into a report:
+// the fault explained, the registers, and the backtrace walked by the chosen
+// strategy and symbolized with inlined frames. It is shared by the analyze,
+// compare and (later) matrix and regress commands.
+package analysis
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/faultline-dev/faultline/crashdump"
+	"github.com/faultline-dev/faultline/crashdump/fault"
+	"github.com/faultline-dev/faultline/elfsym"
+	"github.com/faultline-dev/faultline/unwinders"
+)
+
+// Schema is the analysis JSON schema name.
+const Schema = "faultline.analysis/1"
+
+// Options select the strategy and bound the walk.
+type Options struct {
+	Unwinder  string // "auto" when empty
+	MaxFrames int
+}
+
+// Report is one analysed crash. Its JSON form is faultline.analysis/1.
+type Report struct {
+	Schema   string      `json:"schema"`
+	Dump     string      `json:"dump"`
+	Unwinder string      `json:"unwinder"`
+	Fault    FaultJSON   `json:"fault"`
+	Frames   []FrameJSON `json:"frames"`
+	Stop     string      `json:"stop"`
+	Warnings []string    `json:"warnings"`
+
+	// For the text report and for callers; not part of the JSON.
+	CPU       string              `json:"-"`
+	ELF       string              `json:"-"`
+	Regs      unwinders.Registers `json:"-"`
+	FaultInfo fault.Report        `json:"-"`
+	SCB       fault.SCB           `json:"-"`
+	Walk      unwinders.Result    `json:"-"`
+	Truth     *crashdump.Truth    `json:"-"`
+	Profile   unwinders.Profile   `json:"-"`
+}
+
+// FaultJSON is the "fault" object of faultline.analysis/1.
+type FaultJSON struct {
+	Exception string        `json:"exception"`
+	Number    int           `json:"number"`
+	Causes    []fault.Cause `json:"causes"`
+	Address   string        `json:"address,omitempty"`
+	Notes     []string      `json:"notes,omitempty"`
+}
+
+// FrameJSON is one entry of "frames".
+type FrameJSON struct {
+	Index      int    `json:"index"`
+	PC         string `json:"pc,omitempty"`
+	Function   string `json:"function,omitempty"`
+	Symbol     string `json:"symbol,omitempty"`
+	Offset     *int64 `json:"offset,omitempty"`
+	File       string `json:"file,omitempty"`
+	Line       int    `json:"line,omitempty"`
+	Kind       string `json:"kind"`
+	Method     string `json:"method"`
+	SP         string `json:"sp,omitempty"`
+	Confidence string `json:"confidence"`
+	// Exception pseudo-frames: what the core stacked.
+	ExcReturn string `json:"exc_return,omitempty"`
+	Stack     string `json:"stack,omitempty"`
+	Note      string `json:"note,omitempty"`
+
+	// Gap is set when the address lies past the end of Symbol (in the gap
+	// after it); Function is then empty.
+	Gap bool `json:"gap,omitempty"`
+}
+
+// Hex formats an address the way every faultline JSON does.
+func Hex(v uint32) string { return fmt.Sprintf("0x%08x", v) }
+
+// Analyze decodes one dump against one ELF.
+func Analyze(elf *elfsym.File, d *crashdump.Dump, opt Options) (*Report, error) {
+	name := opt.Unwinder
+	if name == "" {
+		name = "auto"
+	}
+	strat, err := Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	t, warnings, err := NewTarget(elf, d)
+	if err != nil {
+		return nil, err
+	}
+	r := &Report{
+		Schema: Schema, Dump: d.Path, Unwinder: name, CPU: d.CPU, Regs: d.Regs,
+		Truth: d.Truth, Profile: t.Profile, Warnings: warnings,
+	}
+	if elf != nil {
+		r.ELF = filepath.Base(elf.Name())
+	}
+	res := unwinders.Walk(t, d.Regs, strat.Chain(), unwinders.Options{MaxFrames: opt.MaxFrames})
+	r.Walk = res
+	r.Stop = res.Stop.String()
+
+	// The fault: the exception from IPSR, the causes from the SCB, and the
+	// faulting PC (the frame the first exception frame interrupted, or frame 0
+	// when the dump holds a reconstructed pre-exception state).
+	r.SCB = d.Fault
+	r.FaultInfo = fault.DecodeInput(fault.Input{Profile: t.Profile, Regs: &d.Regs, SCB: r.SCB, Faulting: faultingRegs(res.Frames)})
+	r.Fault = FaultJSON{Exception: r.FaultInfo.Exception, Number: r.FaultInfo.Number, Causes: r.FaultInfo.Causes, Notes: r.FaultInfo.Notes}
+	if r.Fault.Causes == nil {
+		r.Fault.Causes = []fault.Cause{}
+	}
+	if r.FaultInfo.Address != nil {
+		r.Fault.Address = Hex(*r.FaultInfo.Address)
+	}
+	r.Frames = Symbolize(elf, res.Frames)
+	if r.Warnings == nil {
+		r.Warnings = []string{}
+	}
+	return r, nil
+}
+
+// faultingRegs returns the registers of the frame the first exception
+// frame interrupted, or nil when the walk found no exception frame (the
+// dump then holds a reconstructed pre-exception state, or the walk stopped
+// early, and the decoder judges the dump's own registers).
+func faultingRegs(frames []unwinders.Frame) *unwinders.Registers {
+	for i, f := range frames {
+		if f.Kind == unwinders.KindException && i+1 < len(frames) {
+			return &frames[i+1].Regs
+		}
+	}
+	return nil
+}
+
+// NewTarget builds the unwinders' view of the device: the ELF's flash image
+// under the dump's memory, the profile, the stack bounds and the reset
+// handler.
+func NewTarget(elf *elfsym.File, d *crashdump.Dump) (*unwinders.Target, []string, error) {
+	var warnings []string
+	im := &unwinders.Image{}
+	t := &unwinders.Target{Mem: im}
+	if elf != nil {
+		if err := im.AddLayer(elf.Segments()...); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", elf.Name(), err)
+		}
+		t.Prog = elf
+		warnings = append(warnings, elf.Warnings()...)
+	}
+	if err := im.AddLayer(d.Memory...); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", d.Path, err)
+	}
+	t.Profile = unwinders.ProfileOf(d.CPU)
+	var initialSP uint32
+	if elf != nil {
+		info := elf.Info()
+		if t.Profile == unwinders.ProfileUnknown && info.Attributes != nil {
+			t.Profile = unwinders.ProfileOf(info.Attributes.CPUName)
+		}
+		if v := info.Vectors; v != nil {
+			initialSP = v.InitialSP
+			t.ResetHandler = v.Reset &^ 1
+		}
+	}
+	if t.Profile == unwinders.ProfileUnknown {
+		t.Profile = unwinders.V7M
+		warnings = append(warnings, "CPU unknown: assuming ARMv7-M")
+	}
+	// Stack bounds: the dump region holding each stack pointer; the main
+	// stack ends at the vector table's initial SP when that is known.
+	region := func(a uint32) (unwinders.Region, bool) {
+		for _, r := range d.Memory {
+			if r.Contains(a) {
+				return r, true
+			}
+		}
+		return unwinders.Region{}, false
+	}
+	msp, okM := d.Regs.Get(unwinders.MSP)
+	if !okM {
+		msp, okM = d.Regs.Get(unwinders.SP)
+	}
+	if okM {
+		if r, ok := region(msp); ok {
+			t.Stack = unwinders.Range{Lo: r.Addr, Hi: uint32(min(r.End(), 1<<32-1))}
+			if initialSP > msp && uint64(initialSP) <= r.End() {
+				t.Stack.Hi = initialSP
+			}
+		} else {
+			warnings = append(warnings, fmt.Sprintf("the dump holds no memory at the main stack pointer 0x%08x", msp))
+		}
+	}
+	if psp, ok := d.Regs.Get(unwinders.PSP); ok && psp != 0 {
+		if r, ok := region(psp); ok {
+			t.ProcessStack = unwinders.Range{Lo: r.Addr, Hi: uint32(min(r.End(), 1<<32-1))}
+		}
+	}
+	if v, ok := d.Fault.CFSR.Get(); ok && t.Profile != unwinders.V6M && v&(1<<4|1<<12) != 0 {
+		t.StackingFailed = true
+	}
+	return t, warnings, nil
+}

@@ -1,0 +1,52 @@
+package analysis
+
+import (
+	"fmt"
+
+	"github.com/faultline-dev/faultline/unwinders"
+)
+
+// Strategy is one selectable unwinder (--unwinder NAME).
+type Strategy struct {
+	Name string
+	// Chain returns the unwinders to run, in order, for this choice. A
+	// single strategy still ends with the LR step so that a leaf frame at a
+	// function's entry or a call through a bad pointer is never lost.
+	Chain func() []unwinders.Unwinder
+	// Available is false for strategies named by the design that this
+	// build does not carry yet.
+	Available bool
+}
+
+// Strategies is the explicit, ordered list of strategies. auto comes first;
+// the order of the others is the order auto tries them.
+func Strategies() []Strategy {
+	return []Strategy{
+		{Name: "auto", Available: true, Chain: autoChain},
+		{Name: "cfi"},
+		{Name: "exidx"},
+		{Name: "prologue"},
+		{Name: "framepointer"},
+		{Name: "stackscan"},
+	}
+}
+
+// autoChain is the evidence order of the auto strategy: the exception step
+// is shared code inside the walk; then cfi, exidx (call sites only),
+// prologue, framepointer, stackscan; the LR step closes the chain.
+func autoChain() []unwinders.Unwinder {
+	return []unwinders.Unwinder{unwinders.LinkRegister{}}
+}
+
+// Lookup returns the named strategy.
+func Lookup(name string) (Strategy, error) {
+	for _, s := range Strategies() {
+		if s.Name == name {
+			if !s.Available {
+				return s, fmt.Errorf("strategy %q is not available in this build yet", name)
+			}
+			return s, nil
+		}
+	}
+	return Strategy{}, fmt.Errorf("unknown strategy %q", name)
+}

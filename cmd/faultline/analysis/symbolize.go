@@ -1,0 +1,111 @@
+package analysis
+
+import (
+	"fmt"
+
+	"github.com/faultline-dev/faultline/elfsym"
+	"github.com/faultline-dev/faultline/unwinders"
+)
+
+// Symbolize turns walked frames into report frames: each code frame is
+// looked up at its LookupPC (inside the call for a return address) and
+// expanded into its inline chain, innermost first, as addr2line -i does.
+// Exception pseudo-frames stay single entries.
+func Symbolize(elf *elfsym.File, frames []unwinders.Frame) []FrameJSON {
+	out := make([]FrameJSON, 0, len(frames))
+	for _, f := range frames {
+		base := FrameJSON{
+			Kind:       f.Kind.String(),
+			Method:     f.Method,
+			Confidence: f.Confidence.String(),
+			Note:       f.Note,
+		}
+		if f.Kind == unwinders.KindException {
+			ef := f.Exception
+			base.SP = Hex(f.SP)
+			if ef != nil {
+				base.ExcReturn = Hex(uint32(ef.ExcReturn))
+				base.Stack = ef.Stack
+				base.Note = exceptionNote(ef, f.Note)
+			}
+			out = append(out, base)
+			continue
+		}
+		base.PC = Hex(f.PC)
+		base.SP = Hex(f.SP)
+		if elf == nil {
+			out = append(out, base)
+			continue
+		}
+		look := f.LookupPC()
+		locs, _ := elf.Symbolize(look)
+		ref, haveSym := elf.SymbolFor(look)
+		if haveSym && ref.Kind == elfsym.SymObject {
+			// A PC inside a data object (a call through a NULL or corrupt
+			// pointer lands in the vector table, a string...) is not code.
+			base.Note = joinNote(base.Note, fmt.Sprintf("PC is inside the data object %s, not code", ref.Name))
+			haveSym = false
+			locs = nil
+		}
+		if haveSym {
+			base.Symbol = ref.Name
+			off := int64(f.PC) - int64(ref.Start)
+			base.Offset = &off
+			base.Gap = ref.Placement == elfsym.InGap
+		}
+		if len(locs) == 0 {
+			if haveSym && ref.Placement != elfsym.InGap {
+				base.Function = ref.Name
+			}
+			out = append(out, base)
+			continue
+		}
+		for i, l := range locs {
+			fr := base
+			fr.Function = l.Function
+			fr.File = l.File
+			fr.Line = l.Line
+			if i < len(locs)-1 {
+				// An inlined call: same PC, its own frame.
+				fr.Kind = unwinders.KindInlined.String()
+			}
+			if base.Gap && i == len(locs)-1 && l.Function == "" {
+				fr.Function = ""
+			}
+			out = append(out, fr)
+		}
+	}
+	for i := range out {
+		out[i].Index = i
+	}
+	return out
+}
+
+func joinNote(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+func exceptionNote(ef *unwinders.ExceptionFrame, note string) string {
+	var s string
+	if ef.FNCReturn {
+		s = fmt.Sprintf("FNC_RETURN frame (Secure call to Non-secure) at %s", Hex(ef.Addr))
+	} else {
+		s = fmt.Sprintf("%v, %d-byte frame on %s at %s", ef.ExcReturn, ef.Size, ef.Stack, Hex(ef.Base))
+		if ef.Padded {
+			s += ", +4 alignment pad (xPSR bit 9)"
+		}
+		if ef.StateCtx {
+			s += ", with the v8-M additional state context"
+		}
+		if ef.LazyFP {
+			s += ", FP registers lazily reserved"
+		}
+	}
+	if note != "" {
+		s += "; " + note
+	}
+	return s
+}

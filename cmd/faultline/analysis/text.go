@@ -1,0 +1,155 @@
+package analysis
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/faultline-dev/faultline/unwinders"
+)
+
+// WriteText prints the human-readable report.
+func (r *Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Crash dump %s", r.Dump)
+	if r.ELF != "" {
+		fmt.Fprintf(&b, " with %s", r.ELF)
+	}
+	fmt.Fprintf(&b, " (%s, %v)\n\n", orUnknown(r.CPU), r.Profile)
+
+	// The fault.
+	fmt.Fprintf(&b, "%s", r.Fault.Exception)
+	if r.Fault.Number > 0 {
+		fmt.Fprintf(&b, " (exception %d)", r.Fault.Number)
+	}
+	b.WriteString("\n")
+	for _, c := range r.Fault.Causes {
+		fmt.Fprintf(&b, "  %-22s %s\n", c.Register+"."+c.Bit, c.Text)
+	}
+	if r.Fault.Address != "" {
+		fmt.Fprintf(&b, "  %-22s %s\n", "faulting address", r.Fault.Address)
+	}
+	for _, n := range r.Fault.Notes {
+		fmt.Fprintf(&b, "  note: %s\n", n)
+	}
+
+	// Registers.
+	b.WriteString("\nRegisters\n")
+	writeRegs(&b, &r.Regs)
+
+	// The backtrace.
+	fmt.Fprintf(&b, "\nBacktrace (unwinder %s)\n", r.Unwinder)
+	width, lwidth := 0, 0
+	for _, f := range r.Frames {
+		if f.Kind != unwinders.KindException.String() {
+			width = max(width, len(frameName(f)))
+			lwidth = max(lwidth, len(fileLine(f)))
+		}
+	}
+	width = min(width, 48)
+	lwidth = min(lwidth, 40)
+	for _, f := range r.Frames {
+		if f.Kind == unwinders.KindException.String() {
+			fmt.Fprintf(&b, "  #%-2d <exception> %s  [%s, %s]\n", f.Index, f.Note, f.Method, f.Confidence)
+			continue
+		}
+		loc := fileLine(f)
+		pc := f.PC
+		if f.Kind == unwinders.KindInlined.String() {
+			pc = strings.Repeat(" ", len(pc))
+		}
+		how := fmt.Sprintf("[%s, %s]", f.Method, f.Confidence)
+		if f.Kind == unwinders.KindInlined.String() {
+			how = "[inlined]"
+		} else if f.Kind == unwinders.KindGuessed.String() {
+			how = fmt.Sprintf("[%s, %s, guessed]", f.Method, f.Confidence)
+		}
+		fmt.Fprintf(&b, "  #%-2d %s  %-*s  %-*s  %s\n", f.Index, pc, width, frameName(f), lwidth, loc, how)
+		if f.Note != "" {
+			fmt.Fprintf(&b, "      note: %s\n", f.Note)
+		}
+	}
+	fmt.Fprintf(&b, "Stop: %s\n", r.Stop)
+	if len(r.Warnings) > 0 {
+		b.WriteString("\nWarnings\n")
+		for _, wr := range r.Warnings {
+			fmt.Fprintf(&b, "  - %s\n", wr)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// frameName renders "function+0xoff", "?? (in the gap after sym+0x10)" or
+// "??".
+func frameName(f FrameJSON) string {
+	off := ""
+	if f.Offset != nil && f.Kind != unwinders.KindInlined.String() {
+		off = fmt.Sprintf("+0x%x", *f.Offset)
+	}
+	switch {
+	case f.Gap:
+		return fmt.Sprintf("?? (in the gap after %s%s)", f.Symbol, off)
+	case f.Function != "" && f.Kind == unwinders.KindInlined.String():
+		return f.Function + " (inlined)"
+	case f.Function != "":
+		if f.Symbol != "" && f.Symbol != f.Function {
+			return f.Function + off
+		}
+		return f.Function + off
+	case f.Symbol != "":
+		return f.Symbol + off
+	}
+	return "??"
+}
+
+func fileLine(f FrameJSON) string {
+	if f.File == "" {
+		return ""
+	}
+	if f.Line == 0 {
+		return f.File
+	}
+	return fmt.Sprintf("%s:%d", f.File, f.Line)
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "CPU unknown"
+	}
+	return s
+}
+
+func writeRegs(b *strings.Builder, r *unwinders.Registers) {
+	order := []unwinders.Reg{
+		unwinders.R0, unwinders.R1, unwinders.R2, unwinders.R3,
+		unwinders.R4, unwinders.R5, unwinders.R6, unwinders.R7,
+		unwinders.R8, unwinders.R9, unwinders.R10, unwinders.R11,
+		unwinders.R12, unwinders.SP, unwinders.LR, unwinders.PC,
+		unwinders.XPSR, unwinders.MSP, unwinders.PSP, unwinders.CONTROL,
+		unwinders.PRIMASK, unwinders.BASEPRI, unwinders.FAULTMASK,
+	}
+	col := 0
+	for _, reg := range order {
+		v, ok := r.Get(reg)
+		val := "   unknown"
+		if ok {
+			val = fmt.Sprintf("0x%08x", v)
+		}
+		if col == 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(b, " %-9s %s ", reg, val)
+		col++
+		if col == 4 {
+			b.WriteString("\n")
+			col = 0
+		}
+	}
+	if col != 0 {
+		b.WriteString("\n")
+	}
+	if _, ok := r.Get(unwinders.FPSCR); ok {
+		fmt.Fprintf(b, "  %-9s 0x%08x\n", "fpscr", r.Value(unwinders.FPSCR))
+	}
+}

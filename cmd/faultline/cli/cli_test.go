@@ -1,0 +1,238 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/faultline-dev/faultline/cmd/faultline/analysis"
+	"github.com/faultline-dev/faultline/crashdump"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+const repo = "../../.."
+
+func run(t *testing.T, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Run(args, strings.NewReader(stdin), &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+// fixtureELF maps fixtures/qemu/<build>-<scenario>.json to its ELF.
+func fixtureELF(t *testing.T, dump string) string {
+	t.Helper()
+	base := strings.TrimSuffix(filepath.Base(dump), ".json")
+	parts := strings.SplitN(base, "-", 4)
+	if len(parts) < 4 {
+		t.Fatalf("fixture name %s is not <compiler>-<core>-<opt>-<scenario>", base)
+	}
+	return filepath.Join(repo, "firmware-samples/build", strings.Join(parts[:3], "-")+".elf")
+}
+
+func oracleFixtures(t *testing.T) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(repo, "fixtures/qemu/*.json"))
+	if err != nil || len(m) == 0 {
+		t.Fatalf("no oracle fixtures: %v", err)
+	}
+	return m
+}
+
+// truthFunctions returns the oracle's function list with exception
+// pseudo-frames marked as "<exception>".
+func truthFunctions(tr *crashdump.Truth) []string {
+	var out []string
+	for _, f := range tr.Frames {
+		if f.Kind == "exception" {
+			out = append(out, "<exception>")
+			continue
+		}
+		out = append(out, f.Function)
+	}
+	return out
+}
+
+// TestAnalyzeOracleFixtures checks, on every QEMU+GDB fixture, that analyze
+// names the exception the oracle stopped in and that its first frames (the
+// handler, the exception frame, the faulting function) are the oracle's.
+func TestAnalyzeOracleFixtures(t *testing.T) {
+	for _, dump := range oracleFixtures(t) {
+		name := strings.TrimSuffix(filepath.Base(dump), ".json")
+		t.Run(name, func(t *testing.T) {
+			out, errs, code := run(t, "", "analyze", "--format", "json", "--elf", fixtureELF(t, dump), dump)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			var r analysis.Report
+			if err := json.Unmarshal([]byte(out), &r); err != nil {
+				t.Fatal(err)
+			}
+			if r.Schema != "faultline.analysis/1" || r.Fault.Exception != "HardFault" || r.Fault.Number != 3 {
+				t.Fatalf("schema %q exception %q number %d", r.Schema, r.Fault.Exception, r.Fault.Number)
+			}
+			hasForced := false
+			for _, c := range r.Fault.Causes {
+				hasForced = hasForced || (c.Register == "HFSR" && c.Bit == "FORCED")
+			}
+			if !hasForced {
+				t.Errorf("causes %+v lack HFSR.FORCED", r.Fault.Causes)
+			}
+			d, err := crashdump.Load(dump)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := truthFunctions(d.Truth)
+			var got []string
+			for _, f := range r.Frames {
+				switch f.Kind {
+				case "exception":
+					got = append(got, "<exception>")
+				case "inlined":
+					// GDB shows inlined frames too; keep them.
+					got = append(got, f.Function)
+				default:
+					got = append(got, f.Function)
+				}
+			}
+			// The handler, the exception frame and the faulting function.
+			n := 3
+			if len(want) < n || len(got) < n {
+				t.Fatalf("too few frames: got %q want %q", got, want)
+			}
+			for i := 0; i < n; i++ {
+				if got[i] != want[i] {
+					t.Errorf("frame %d: got %q want %q (got %q, oracle %q)", i, got[i], want[i], got, want)
+				}
+			}
+			for _, f := range r.Frames {
+				if f.Method == "" || f.Confidence == "" {
+					t.Errorf("frame %d lacks method or confidence: %+v", f.Index, f)
+				}
+			}
+			if r.Stop == "" {
+				t.Error("no stop reason")
+			}
+		})
+	}
+}
+
+// TestGolden holds the text and JSON reports of one build per scenario.
+func TestGolden(t *testing.T) {
+	for _, base := range []string{
+		"gcc-m3-O2-null_write_deep", "gcc-m3-O2-null_fnptr", "gcc-m3-O2-udf", "gcc-m3-O2-div0",
+		"gcc-m3-O2-irq_crash", "gcc-m3-O2-psp_thread", "clang-m4f-O0-fpu_crash", "gcc-m4f-O2-fpu_crash",
+	} {
+		for _, format := range []string{"text", "json"} {
+			t.Run(base+"."+format, func(t *testing.T) {
+				dump := filepath.Join(repo, "fixtures/qemu", base+".json")
+				out, errs, code := run(t, "", "analyze", "--format", format, "--elf", fixtureELF(t, dump), dump)
+				if code != 0 {
+					t.Fatalf("exit %d: %s", code, errs)
+				}
+				// Paths in the output are relative to this test's directory.
+				golden := filepath.Join(repo, "fixtures/golden", base+"."+format)
+				if *update {
+					if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				want, err := os.ReadFile(golden)
+				if err != nil {
+					t.Fatalf("%v (run go test -update to create it)", err)
+				}
+				if out != string(want) {
+					t.Errorf("output differs from %s (run go test -update and review the diff):\n%s", golden, out)
+				}
+			})
+		}
+	}
+}
+
+func TestExitStatuses(t *testing.T) {
+	elf := filepath.Join(repo, "firmware-samples/build/gcc-m3-O2.elf")
+	dir := t.TempDir()
+	garbage := filepath.Join(dir, "garbage.json")
+	os.WriteFile(garbage, []byte("{\"schema\": \"faultline.dump/1\", \"registers\": {\"pc\": "), 0o644)
+	notELF := filepath.Join(dir, "x.elf")
+	os.WriteFile(notELF, []byte("\x7fELF\x02\x01\x01"), 0o644)
+	cases := []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"analyze", "--elf", elf}, ExitUsage, "requires at least 1 arg"},
+		{[]string{"analyze", garbage}, ExitUsage, "--elf is required"},
+		{[]string{"analyze", "--elf", elf, "--unwinder", "bogus", garbage}, ExitUsage, "--unwinder"},
+		{[]string{"analyze", "--elf", elf, "--format", "xml", garbage}, ExitUsage, "--format"},
+		{[]string{"analyze", "--nope"}, ExitUsage, "unknown flag"},
+		{[]string{"frobnicate"}, ExitUsage, "unknown command"},
+		{[]string{"analyze", "--elf", elf, garbage}, ExitInput, "garbage.json"},
+		{[]string{"analyze", "--elf", elf, filepath.Join(dir, "missing.json")}, ExitInput, "missing.json"},
+		{[]string{"analyze", "--elf", notELF, garbage}, ExitInput, "x.elf"},
+		{[]string{"symbolize", "--elf", elf, "zz"}, ExitUsage, "zz"},
+		{[]string{"info"}, ExitUsage, "--elf"},
+	}
+	for _, c := range cases {
+		_, errs, code := run(t, "", c.args...)
+		if code != c.code || !strings.Contains(errs, c.msg) {
+			t.Errorf("%q: exit %d stderr %q; want exit %d mentioning %q", c.args, code, errs, c.code, c.msg)
+		}
+		if strings.Contains(errs, "panic") || strings.Contains(errs, "goroutine") {
+			t.Errorf("%q panicked: %s", c.args, errs)
+		}
+	}
+}
+
+func TestSeveralDumps(t *testing.T) {
+	elf := filepath.Join(repo, "firmware-samples/build/gcc-m3-O2.elf")
+	a := filepath.Join(repo, "fixtures/qemu/gcc-m3-O2-udf.json")
+	b := filepath.Join(repo, "fixtures/qemu/gcc-m3-O2-div0.json")
+	out, errs, code := run(t, "", "analyze", "--format", "json", "--elf", elf, a, b)
+	if code != 0 {
+		t.Fatalf("exit %d %s", code, errs)
+	}
+	var rs []analysis.Report
+	if err := json.Unmarshal([]byte(out), &rs); err != nil || len(rs) != 2 {
+		t.Fatalf("want a JSON array of 2 reports: %v", err)
+	}
+	out, _, code = run(t, "", "analyze", "--elf", elf, a, "/nonexistent.json", b)
+	if code != ExitInput || strings.Count(out, "Backtrace") != 2 {
+		t.Errorf("a bad dump among good ones: exit %d, %d reports", code, strings.Count(out, "Backtrace"))
+	}
+}
+
+func TestSymbolizeStdin(t *testing.T) {
+	elf := filepath.Join(repo, "firmware-samples/build/gcc-m3-O2.elf")
+	out1, _, code1 := run(t, "", "symbolize", "--elf", elf, "0x1b2", "1dc")
+	out2, _, code2 := run(t, "0x1b2\n1dc\n", "symbolize", "--elf", elf)
+	if code1 != 0 || code2 != 0 || out1 != out2 || !strings.Contains(out1, "null_store") {
+		t.Errorf("args %q (exit %d) vs stdin %q (exit %d)", out1, code1, out2, code2)
+	}
+	out, _, code := run(t, "", "symbolize", "--format", "json", "--elf", elf, "0x1b2")
+	var v []map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || len(v) != 1 {
+		t.Errorf("json: exit %d %s", code, out)
+	}
+}
+
+func TestInfo(t *testing.T) {
+	elf := filepath.Join(repo, "firmware-samples/build/gcc-m3-O2.elf")
+	out, errs, code := run(t, "", "info", "--elf", elf)
+	if code != 0 || !strings.Contains(strings.ToLower(out), "exidx") {
+		t.Errorf("exit %d %s %s", code, out, errs)
+	}
+	out, _, code = run(t, "", "info", "--format", "json", "--elf", elf)
+	var v map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil {
+		t.Errorf("json: exit %d %s", code, out)
+	}
+}

@@ -1,0 +1,153 @@
+// Package cli holds faultline's cobra commands. Every command only has a
+// RunE, writes through the command's writers and returns errors, so tests
+// run commands in-process with Run.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit statuses (design.md).
+const (
+	ExitOK      = 0
+	ExitInput   = 1 // the input could not be decoded
+	ExitUsage   = 2
+	ExitNoFault = 3 // emulate: the firmware never faulted within the bounds
+)
+
+// usageError marks errors that are the caller's fault (bad flags or
+// arguments): exit status 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// exitError carries a specific exit status.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+func (e exitError) Unwrap() error { return e.err }
+
+// silentError is an exit status whose message was already printed.
+type silentError struct{ code int }
+
+func (e silentError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// commonFlags are shared by the commands that analyse dumps.
+type commonFlags struct {
+	elf       string
+	unwinder  string
+	format    string
+	maxFrames int
+	formats   []string
+}
+
+func (c *commonFlags) register(cmd *cobra.Command, formats ...string) {
+	cmd.Flags().StringVar(&c.elf, "elf", "", "firmware ELF file (required)")
+	cmd.Flags().StringVar(&c.unwinder, "unwinder", "auto", "unwinding strategy: "+strings.Join(StrategyNames(), "|"))
+	cmd.Flags().StringVar(&c.format, "format", "text", "output format: "+strings.Join(formats, "|"))
+	cmd.Flags().IntVar(&c.maxFrames, "max-frames", 64, "stop after this many frames")
+	c.formats = formats
+}
+
+func (c *commonFlags) check() error {
+	if c.elf == "" {
+		return usagef("--elf is required")
+	}
+	if !validStrategy(c.unwinder) {
+		return usagef("--unwinder %q: want one of %s", c.unwinder, strings.Join(StrategyNames(), ", "))
+	}
+	ok := false
+	for _, f := range c.formats {
+		ok = ok || f == c.format
+	}
+	if !ok {
+		return usagef("--format %q: want one of %s", c.format, strings.Join(c.formats, ", "))
+	}
+	if c.maxFrames <= 0 || c.maxFrames > 4096 {
+		return usagef("--max-frames %d: want 1..4096", c.maxFrames)
+	}
+	return nil
+}
+
+// NewRoot builds the command tree.
+func NewRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "faultline",
+		Short: "Decode ARM Cortex-M crashes into explained, symbolized backtraces",
+		Long: `faultline turns a Cortex-M HardFault (registers plus a RAM dump) into a
+symbolized backtrace with file:line and inlined frames, explains the fault
+status registers in plain words, and says how sure it is of every frame.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(newAnalyze(), newSymbolize(), newInfo())
+	for _, extra := range extraCommands {
+		root.AddCommand(extra())
+	}
+	return root
+}
+
+// extraCommands lets later commands (emulate, compare, gdbserver...) add
+// themselves in their own files; it is an explicit list, filled in order.
+var extraCommands []func() *cobra.Command
+
+// Run executes faultline with args and returns the exit status.
+func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := NewRoot(stdin, stdout, stderr)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return ExitOK
+	}
+	var se silentError
+	if errors.As(err, &se) {
+		return se.code
+	}
+	fmt.Fprintf(stderr, "faultline: %v\n", err)
+	var ue usageError
+	var ee exitError
+	switch {
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.As(err, &ue), isCobraUsage(err):
+		return ExitUsage
+	}
+	return ExitInput
+}
+
+// isCobraUsage recognises cobra's own argument errors.
+func isCobraUsage(err error) bool {
+	s := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "accepts ", "requires at least", "invalid argument", "flag needs an argument", "required flag"} {
+		if strings.Contains(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// args wraps a cobra positional-argument check so its failures are usage
+// errors.
+func args(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, a []string) error {
+		if err := check(cmd, a); err != nil {
+			return usageError{err}
+		}
+		return nil
+	}
+}
