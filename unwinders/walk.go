@@ -239,9 +239,8 @@ func step(t *Target, frames []Frame, chain []Unwinder) (Frame, *Stop) {
 	for _, u := range chain {
 		caller, err := u.Step(t, frames)
 		if err != nil {
-			if !errors.Is(err, ErrNotApplicable) || first == nil {
-				reasons = append(reasons, fmt.Sprintf("%s: %v", u.Name(), err))
-			}
+			msg := strings.TrimPrefix(err.Error(), ErrNotApplicable.Error()+": ")
+			reasons = append(reasons, fmt.Sprintf("%s: %s", u.Name(), msg))
 			if errors.Is(err, ErrUnmapped) && first == nil {
 				first = &Stop{Kind: StopMemory, Detail: fmt.Sprintf("%s: %v", u.Name(), err)}
 			}
@@ -268,9 +267,9 @@ func step(t *Target, frames []Frame, chain []Unwinder) (Frame, *Stop) {
 		}
 		return Frame{}, first
 	}
-	detail := fmt.Sprintf("no strategy could unwind 0x%08x", cur.PC)
+	detail := fmt.Sprintf("at 0x%08x", cur.PC)
 	if len(reasons) > 0 {
-		detail += " (" + joinReasons(reasons) + ")"
+		detail += ": " + joinReasons(reasons)
 	}
 	return Frame{}, &Stop{Kind: StopNoUnwinder, Detail: detail}
 }
