@@ -1,0 +1,96 @@
+package emu
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/faultline-dev/faultline/emu/uc"
+)
+
+// benchBusy runs scenario 10 of the test firmware (calls and loops: fib(10)
+// and mix() per iteration) to its fault and reports guest MIPS.
+func benchBusy(b *testing.B, noTruth bool) {
+	skipWithoutCgo(b)
+	var insns uint64
+	for i := 0; i < b.N; i++ {
+		res, err := Run(context.Background(), Config{ELF: "testdata/fw-m4.elf", NoTruth: noTruth, Timeout: 5 * time.Minute,
+			Sets: map[string]uint64{"crash_scenario": 10, "iterations": 20000}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		insns += res.Insns
+	}
+	b.ReportMetric(float64(insns)/b.Elapsed().Seconds()/1e6, "MIPS")
+}
+
+func BenchmarkBusyShadowStack(b *testing.B) { benchBusy(b, false) }
+func BenchmarkBusyCountOnly(b *testing.B)   { benchBusy(b, true) }
+
+// BenchmarkBusyRaw is the baseline: the same firmware and scenario in a bare
+// engine with no hooks at all (the SCS page mapped as plain RAM), run from
+// reset to the fault.
+func BenchmarkBusyRaw(b *testing.B) {
+	skipWithoutCgo(b)
+	f, err := os.Open("testdata/fw-m4.elf")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	img, err := loadImage("testdata/fw-m4.elf", f)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The instruction count of the run, from the harness.
+	res, err := Run(context.Background(), Config{ELF: "testdata/fw-m4.elf", NoTruth: true, Timeout: 5 * time.Minute,
+		Sets: map[string]uint64{"crash_scenario": 10, "iterations": 20000}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		e, err := uc.Open(uc.CortexM4)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range img.regions {
+			must(b, e.MemMap(uint64(r.Addr), uint64(r.Size), r.Perm))
+		}
+		must(b, e.MemMap(scsBase, scsSize, uc.PermRead|uc.PermWrite))
+		for _, c := range img.chunks {
+			must(b, e.MemWrite(uint64(c.addr), c.data))
+		}
+		for name, v := range map[string]uint32{"crash_scenario": 10, "iterations": 20000} {
+			s := img.byName[name]
+			var buf [4]byte
+			binary.LittleEndian.PutUint32(buf[:], v)
+			for _, a := range append(img.loadAddrs(s.addr), s.addr) {
+				must(b, e.MemWrite(uint64(a), buf[:]))
+			}
+		}
+		must(b, e.RegWrite(uc.RegMSP, uint64(img.sp)))
+		main := uint64(img.byName["main"].addr)
+		must(b, e.Start(uint64(img.pc), main, time.Minute, 0))
+		for name, v := range map[string]uint32{"crash_scenario": 10, "iterations": 20000} {
+			var buf [4]byte
+			binary.LittleEndian.PutUint32(buf[:], v)
+			must(b, e.MemWrite(uint64(img.byName[name].addr), buf[:]))
+		}
+		err = e.Start(main|1, returnAddr, time.Minute, 0)
+		if !errors.Is(err, uc.ErrWriteUnmapped) {
+			b.Fatalf("raw run ended with %v", err)
+		}
+		e.Close()
+	}
+	b.ReportMetric(float64(res.Insns)*float64(b.N)/b.Elapsed().Seconds()/1e6, "MIPS")
+}
+
+func must(b *testing.B, err error) {
+	b.Helper()
+	if err != nil {
+		b.Fatal(err)
+	}
+}

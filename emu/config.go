@@ -1,0 +1,207 @@
+package emu
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/faultline-dev/faultline/emu/uc"
+)
+
+// ErrNoFault is wrapped by the error Run returns when the firmware did not
+// fault within the bounds (instruction budget, timeout) or returned from
+// the function it was called at. The CLI maps it to exit status 3.
+var ErrNoFault = errors.New("firmware did not fault")
+
+// NoFaultError says why a run ended without a fault. It wraps ErrNoFault.
+type NoFaultError struct {
+	Reason string // e.g. "instruction limit of 1000000 reached"
+	Insns  uint64 // guest instructions executed
+	PC     uint32 // where the core was
+}
+
+func (e *NoFaultError) Error() string {
+	return fmt.Sprintf("emu: firmware did not fault: %s (after %d instructions, pc=%#08x)", e.Reason, e.Insns, e.PC)
+}
+
+func (e *NoFaultError) Unwrap() error { return ErrNoFault }
+
+// Defaults for the run bounds.
+const (
+	DefaultMaxInsns = 100_000_000
+	DefaultTimeout  = 10 * time.Second
+)
+
+// Config says what to run and how far.
+type Config struct {
+	// ELF is the path of the firmware image.
+	ELF string
+	// CPU is cortex-m0, cortex-m0plus, cortex-m3, cortex-m4, cortex-m7 or
+	// cortex-m33 (the "cortex-" prefix is optional). Empty: from the ELF's
+	// build attributes, else cortex-m4.
+	CPU string
+	// Sets are globals to write before running (--set SYMBOL=VALUE); each
+	// is written with its symbol's size (1, 2, 4 or 8 bytes). When starting
+	// from Reset they are written again at the first instruction of main,
+	// after the startup code initialised .data and .bss.
+	Sets map[string]uint64
+	// Call names a function to start at instead of the reset vector. The
+	// stack is the initial SP and LR is 0xFFFFFFFF; returning from it ends
+	// the run with ErrNoFault.
+	Call string
+	// MaxInsns bounds the guest instructions (0: DefaultMaxInsns). The
+	// count is kept per translated block, so a run may overshoot by one
+	// block.
+	MaxInsns uint64
+	// Timeout bounds the wall-clock time (0: DefaultTimeout).
+	Timeout time.Duration
+	// Maps are extra memory regions (--map ADDR:SIZE[:rw|rx|zero]), zero
+	// filled.
+	Maps []Region
+	// NoTruth turns the shadow call stack off (Result.Truth is then nil).
+	NoTruth bool
+}
+
+// cpuInfo describes a supported core.
+type cpuInfo struct {
+	name  string
+	model uc.CPUModel
+	v6m   bool // ARMv6-M
+	v8m   bool // ARMv8-M Mainline
+	fp    bool // has the FP extension
+	cpuid uint32
+}
+
+// CPUID values from the cores' technical reference manuals.
+var cpus = []cpuInfo{
+	{name: "cortex-m0", model: uc.CortexM0, v6m: true, cpuid: 0x410CC200},
+	{name: "cortex-m0plus", model: uc.CortexM0, v6m: true, cpuid: 0x410CC601},
+	{name: "cortex-m3", model: uc.CortexM3, cpuid: 0x412FC231},
+	{name: "cortex-m4", model: uc.CortexM4, fp: true, cpuid: 0x410FC241},
+	{name: "cortex-m7", model: uc.CortexM7, fp: true, cpuid: 0x411FC272},
+	{name: "cortex-m33", model: uc.CortexM33, v8m: true, fp: true, cpuid: 0x410FD213},
+}
+
+// lookupCPU accepts "cortex-m4", "m4", "cortex-m0+" and the like.
+func lookupCPU(name string) (cpuInfo, error) {
+	n := strings.ToLower(strings.TrimSpace(name))
+	n = strings.TrimPrefix(n, "cortex-")
+	n = strings.Replace(n, "+", "plus", 1)
+	for _, c := range cpus {
+		if strings.TrimPrefix(c.name, "cortex-") == n {
+			return c, nil
+		}
+	}
+	var names []string
+	for _, c := range cpus {
+		names = append(names, c.name)
+	}
+	return cpuInfo{}, fmt.Errorf("emu: unknown CPU %q (want one of %s)", name, strings.Join(names, ", "))
+}
+
+// Registers is the core register file at the end of a run.
+type Registers struct {
+	R         [13]uint32 // r0..r12
+	SP        uint32
+	LR        uint32
+	PC        uint32
+	XPSR      uint32
+	MSP       uint32
+	PSP       uint32
+	CONTROL   uint32
+	PRIMASK   uint32
+	BASEPRI   uint32
+	FAULTMASK uint32
+	// FP holds the FP extension registers on cores that have them.
+	FP *FPRegisters
+}
+
+// FPRegisters are the FP extension registers.
+type FPRegisters struct {
+	S     [32]uint32
+	FPSCR uint32
+}
+
+// FaultRegisters are the SCB fault status and control registers
+// (docs/cortex-m.md section 2). On ARMv6-M only ICSR, VTOR, CCR and SHPR
+// exist; the rest read zero.
+type FaultRegisters struct {
+	CFSR, HFSR, DFSR, MMFAR, BFAR, AFSR uint32
+	ICSR, VTOR, CCR, SHCSR              uint32
+	CPACR, FPCCR, FPCAR                 uint32
+}
+
+// Cause says which fault the harness raised and why, in architecture terms.
+type Cause struct {
+	// Fault is the fault before escalation: "MemManage", "BusFault",
+	// "UsageFault" or "HardFault".
+	Fault string
+	// Bits are the CFSR/HFSR bit names that were set, e.g. ["PRECISERR",
+	// "BFARVALID"] (also filled in on ARMv6-M, where no CFSR exists).
+	Bits []string
+	// Address is the faulting data address (BFAR/MMFAR) when there is one.
+	Address    uint32
+	HasAddress bool
+	// PC is the address of the faulting instruction (the stacked return
+	// address).
+	PC uint32
+	// Forced is set when the fault escalated to HardFault (HFSR.FORCED, or
+	// any fault on ARMv6-M).
+	Forced bool
+	// Detail is a human-readable sentence.
+	Detail string
+}
+
+// Memory is a copy of a guest memory region.
+type Memory struct {
+	Addr uint32
+	Name string // "ram", "map"
+	Data []byte
+}
+
+// Frame kinds in Result.Truth.
+const (
+	FrameNormal    = ""
+	FrameException = "exception"
+)
+
+// TruthFrame is one frame of the ground-truth call stack, innermost first.
+type TruthFrame struct {
+	// PC is the frame's PC: the current PC for frame 0, the interrupted PC
+	// for the frame below an exception, else a return address.
+	PC uint32
+	// Function is the ELF symbol of the function containing PC (a return
+	// address is looked up at PC-1), "" when none.
+	Function string
+	// Kind is FrameNormal or FrameException (a pseudo-frame for exception
+	// entry, with PC 0 and Exception set).
+	Kind      string
+	Exception int
+	// SP is the stack pointer at the call (for an exception pseudo-frame:
+	// the address of the stacked frame).
+	SP uint32
+}
+
+// Result is the state at the first instruction of the fault handler.
+type Result struct {
+	CPU       string
+	Registers Registers
+	Fault     FaultRegisters
+	// Exception is the exception being handled (IPSR), e.g. 3 for HardFault.
+	Exception int
+	Cause     Cause
+	// Lockup is set when the fault happened where no handler could run
+	// (in HardFault or NMI, or with FAULTMASK set): the core locked up and
+	// Registers are the state at the faulting instruction.
+	Lockup bool
+	// Memory holds the bytes of every writable region (RAM first).
+	Memory []Memory
+	// Truth is the shadow call stack at the fault, innermost first.
+	Truth []TruthFrame
+	// TruthTruncated is set when calls were dropped because the shadow
+	// stack was full.
+	TruthTruncated bool
+	// Insns is the number of guest instructions executed.
+	Insns uint64
+}

@@ -1,0 +1,332 @@
+package emu
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/faultline-dev/faultline/emu/uc"
+)
+
+// Bits of xPSR and CONTROL (B1.4.2, B1.4.4).
+const (
+	xpsrT       = 1 << 24
+	xpsrAlign   = 1 << 9 // stacked xPSR: SP was realigned on entry
+	controlPriv = 1 << 0 // nPRIV
+	controlSP   = 1 << 1 // SPSEL
+	controlFPCA = 1 << 2
+
+	frameBasic    = 0x20
+	frameExtended = 0x68
+)
+
+// setSysState makes xpsr, control, msp and psp the core's state. Unicorn
+// ignores CONTROL.SPSEL writes in Handler mode on v7-M and MSP/PSP/CONTROL
+// writes in unprivileged Thread mode (docs/unicorn.md), so the writes go
+// through privileged Thread mode first: enter Handler mode, drop nPRIV,
+// switch to Thread mode, write CONTROL and both stack pointers, then set
+// the final xPSR and CONTROL. The last write of APSR_NZCV rebuilds the
+// translator's cached flags (trap 3).
+func (m *machine) setSysState(xpsr, control, msp, psp uint32) error {
+	e := m.eng
+	flags := xpsr & 0xF80F0000
+	steps := []struct {
+		r uc.Reg
+		v uint32
+	}{
+		{uc.RegXPSR, flags | xpsrT | excHardFault},
+		{uc.RegCONTROL, control &^ controlPriv},
+		{uc.RegXPSR, flags | xpsrT},
+		{uc.RegCONTROL, control &^ controlPriv},
+		{uc.RegMSP, msp},
+		{uc.RegPSP, psp},
+		{uc.RegXPSR, xpsr},
+		{uc.RegCONTROL, control},
+		{uc.RegAPSRNZCV, xpsr & 0xF8000000},
+	}
+	for _, s := range steps {
+		if err := e.RegWrite(s.r, uint64(s.v)); err != nil {
+			return fmt.Errorf("emu: writing system registers: %w", err)
+		}
+	}
+	return nil
+}
+
+// enterException performs exception entry for exception exc with return
+// address ret (ARMv7-M ARM B1.5.6 PushStack and ExceptionTaken; ARMv6-M
+// B1.5.6; docs/unicorn.md "Synthesizing a fault entry"): the basic or
+// extended frame goes on the active stack, realigned to 8 bytes with
+// stacked xPSR bit 9; LR gets EXC_RETURN (B1.5.8); CONTROL.SPSEL and FPCA
+// are cleared; IPSR becomes exc; PC is the vector. The caller has set the
+// fault status registers.
+func (m *machine) enterException(exc int, ret uint32) error {
+	var r [5]uint32 // r0-r3, r12
+	for i := 0; i < 4; i++ {
+		r[i] = m.reg(uc.RegR(i))
+	}
+	r[4] = m.reg(uc.RegR(12))
+	lr := m.reg(uc.RegLR)
+	xpsr := m.reg(uc.RegXPSR)
+	control := m.reg(uc.RegCONTROL)
+	msp := m.reg(uc.RegMSP)
+	psp := m.reg(uc.RegPSP)
+	if m.hookErr != nil {
+		return m.hookErr
+	}
+	thread := xpsr&0x1ff == 0
+	onPSP := thread && control&controlSP != 0
+	fpca := m.cpu.fp && control&controlFPCA != 0
+
+	sp := msp
+	if onPSP {
+		sp = psp
+	}
+	size := uint32(frameBasic)
+	if fpca {
+		size = frameExtended
+	}
+	stacked := xpsr &^ xpsrAlign
+	frame := sp - size
+	if sp&4 != 0 { // CCR.STKALIGN is 1 (B3.2.8)
+		frame &^= 7
+		stacked |= xpsrAlign
+	}
+	buf := make([]byte, size)
+	le := binary.LittleEndian
+	for i, v := range []uint32{r[0], r[1], r[2], r[3], r[4], lr, ret &^ 1, stacked} {
+		le.PutUint32(buf[4*i:], v)
+	}
+	lazy := false
+	if fpca {
+		if m.scs.FPCCR&fpccrLSPEN != 0 {
+			// Lazy state preservation (B1.5.7): space is reserved, the
+			// registers are saved only if the handler uses the FPU.
+			lazy = true
+		} else {
+			var s [16]byte
+			for i := 0; i < 16; i++ {
+				if err := m.eng.RegReadBytes(uc.RegS(i), &s); err != nil {
+					return fmt.Errorf("emu: %w", err)
+				}
+				copy(buf[0x20+4*i:], s[:4])
+			}
+			le.PutUint32(buf[0x60:], m.reg(uc.RegFPSCR))
+		}
+	}
+	stkErr := false
+	if err := m.eng.MemWrite(uint64(frame), buf); err != nil {
+		// The stacking itself failed (B1.5.6): STKERR.
+		stkErr = true
+	}
+	if stkErr && !m.cpu.v6m {
+		m.scs.CFSR |= cfsrSTKERR
+	}
+	if lazy {
+		m.scs.FPCCR |= fpccrLSPACT
+		m.scs.FPCAR = frame + 0x20
+	}
+	excReturn := uint32(0xFFFFFFE1)
+	if !fpca {
+		excReturn |= 1 << 4
+	}
+	if thread {
+		excReturn |= 1 << 3
+	}
+	if onPSP {
+		excReturn |= 1 << 2
+		psp = frame
+	} else {
+		msp = frame
+	}
+	newXPSR := xpsr&0xF80F0000 | xpsrT | uint32(exc)
+	newControl := control &^ (controlSP | controlFPCA)
+	if err := m.setSysState(newXPSR, newControl, msp, psp); err != nil {
+		return err
+	}
+	var vec [4]byte
+	vaddr := m.scs.VTOR + 4*uint32(exc)
+	if err := m.eng.MemRead(uint64(vaddr), vec[:]); err != nil {
+		return fmt.Errorf("emu: reading vector %d at %#08x: %w", exc, vaddr, err)
+	}
+	handler := le.Uint32(vec[:])
+	if err := m.eng.RegWrite(uc.RegLR, uint64(excReturn)); err != nil {
+		return fmt.Errorf("emu: %w", err)
+	}
+	if err := m.eng.RegWrite(uc.RegPC, uint64(handler)); err != nil {
+		return fmt.Errorf("emu: %w", err)
+	}
+	m.active = append(m.active, exc)
+	m.scs.SHCSR |= shcsrActive[exc]
+	m.scs.VectActive = uint32(exc)
+	m.tr.PushException(exc, ret, frame)
+	return nil
+}
+
+// exceptionReturn unstacks the frame named by the EXC_RETURN value the
+// handler branched to (B1.5.8 ExceptionReturn, PopStack). Unicorn reports
+// the branch as interrupt 8 with PC = EXC_RETURN & ~1 and unstacks nothing.
+func (m *machine) exceptionReturn() error {
+	excReturn := m.reg(uc.RegPC) | 1
+	if excReturn>>24 != 0xFF {
+		return fmt.Errorf("emu: exception return to %#08x is not an EXC_RETURN value", excReturn)
+	}
+	toThread := excReturn&(1<<3) != 0
+	onPSP := excReturn&(1<<2) != 0
+	ext := excReturn&(1<<4) == 0 && m.cpu.fp
+	control := m.reg(uc.RegCONTROL)
+	msp := m.reg(uc.RegMSP)
+	psp := m.reg(uc.RegPSP)
+	if m.hookErr != nil {
+		return m.hookErr
+	}
+	frame := msp
+	if onPSP {
+		frame = psp
+	}
+	size := uint32(frameBasic)
+	if ext {
+		size = frameExtended
+	}
+	buf := make([]byte, size)
+	if err := m.eng.MemRead(uint64(frame), buf); err != nil {
+		return fmt.Errorf("emu: unstacking the exception frame at %#08x: %w", frame, err)
+	}
+	le := binary.LittleEndian
+	w := func(i int) uint32 { return le.Uint32(buf[4*i:]) }
+	for i := 0; i < 4; i++ {
+		if err := m.eng.RegWrite(uc.RegR(i), uint64(w(i))); err != nil {
+			return fmt.Errorf("emu: %w", err)
+		}
+	}
+	if err := m.eng.RegWrite(uc.RegR(12), uint64(w(4))); err != nil {
+		return fmt.Errorf("emu: %w", err)
+	}
+	if err := m.eng.RegWrite(uc.RegLR, uint64(w(5))); err != nil {
+		return fmt.Errorf("emu: %w", err)
+	}
+	ret, xpsr := w(6), w(7)
+	if ext {
+		if m.scs.FPCCR&fpccrLSPACT != 0 {
+			m.scs.FPCCR &^= fpccrLSPACT // the registers were never saved
+		} else {
+			for i := 0; i < 16; i++ {
+				var s [16]byte
+				copy(s[:4], buf[0x20+4*i:])
+				if err := m.eng.RegWriteBytes(uc.RegS(i), &s); err != nil {
+					return fmt.Errorf("emu: %w", err)
+				}
+			}
+			if err := m.eng.RegWrite(uc.RegFPSCR, uint64(w(0x60/4))); err != nil {
+				return fmt.Errorf("emu: %w", err)
+			}
+		}
+	}
+	sp := frame + size
+	if xpsr&xpsrAlign != 0 {
+		sp += 4
+	}
+	if onPSP {
+		psp = sp
+	} else {
+		msp = sp
+	}
+	if n := len(m.active); n > 0 {
+		done := m.active[n-1]
+		m.active = m.active[:n-1]
+		m.scs.SHCSR &^= shcsrActive[done]
+	}
+	m.scs.VectActive = 0
+	if n := len(m.active); n > 0 {
+		m.scs.VectActive = uint32(m.active[n-1])
+	}
+	if toThread {
+		xpsr &^= 0x1ff
+		control = control&^(controlSP|controlFPCA) | boolBit(onPSP, controlSP)
+	}
+	control = control&^controlFPCA | boolBit(ext, controlFPCA)
+	if err := m.setSysState(xpsr&^xpsrAlign, control, msp, psp); err != nil {
+		return err
+	}
+	if err := m.eng.RegWrite(uc.RegPC, uint64(ret|1)); err != nil {
+		return fmt.Errorf("emu: %w", err)
+	}
+	m.tr.PopException()
+	return nil
+}
+
+func boolBit(b bool, bit uint32) uint32 {
+	if b {
+		return bit
+	}
+	return 0
+}
+
+// result reads the final state into a Result.
+func (m *machine) result(cause Cause) (*Result, error) {
+	res := &Result{CPU: m.cpu.name, Cause: cause, Insns: m.tr.Insns()}
+	g := &res.Registers
+	for i := 0; i < 13; i++ {
+		g.R[i] = m.reg(uc.RegR(i))
+	}
+	g.SP = m.reg(uc.RegSP)
+	g.LR = m.reg(uc.RegLR)
+	g.PC = m.reg(uc.RegPC)
+	g.XPSR = m.reg(uc.RegXPSR)
+	g.MSP = m.reg(uc.RegMSP)
+	g.PSP = m.reg(uc.RegPSP)
+	g.CONTROL = m.reg(uc.RegCONTROL)
+	g.PRIMASK = m.reg(uc.RegPRIMASK)
+	if !m.cpu.v6m {
+		g.BASEPRI = m.reg(uc.RegBASEPRI)
+		g.FAULTMASK = m.reg(uc.RegFAULTMSK)
+	}
+	if m.cpu.fp {
+		fp := &FPRegisters{FPSCR: m.reg(uc.RegFPSCR)}
+		for i := range fp.S {
+			var b [16]byte
+			if err := m.eng.RegReadBytes(uc.RegS(i), &b); err != nil {
+				return nil, fmt.Errorf("emu: %w", err)
+			}
+			fp.S[i] = binary.LittleEndian.Uint32(b[:])
+		}
+		g.FP = fp
+	}
+	if m.hookErr != nil {
+		return nil, m.hookErr
+	}
+	res.Exception = int(g.XPSR & 0x1ff)
+	s := &m.scs
+	res.Fault = FaultRegisters{
+		CFSR: s.CFSR, HFSR: s.HFSR, DFSR: s.DFSR, MMFAR: s.MMFAR, BFAR: s.BFAR,
+		ICSR: s.Read(addrICSR, 4), VTOR: s.VTOR, CCR: s.CCR, SHCSR: s.SHCSR,
+		CPACR: s.CPACR, FPCCR: s.FPCCR, FPCAR: s.FPCAR,
+	}
+	for _, r := range m.writableRegions() {
+		b := make([]byte, r.Size)
+		if err := m.eng.MemRead(uint64(r.Addr), b); err != nil {
+			return nil, fmt.Errorf("emu: reading %s at %#08x: %w", r.Name, r.Addr, err)
+		}
+		res.Memory = append(res.Memory, Memory{Addr: r.Addr, Name: r.Name, Data: b})
+	}
+	if !m.cfg.NoTruth {
+		res.Truth = m.truth(g.PC)
+		res.TruthTruncated = m.tr.Dropped() > 0
+	}
+	return res, nil
+}
+
+// truth turns the shadow stack into frames, innermost first.
+func (m *machine) truth(pc uint32) []TruthFrame {
+	out := []TruthFrame{{PC: pc, Function: m.img.funcAt(pc)}}
+	sh := m.tr.Frames()
+	for i := len(sh) - 1; i >= 0; i-- {
+		f := sh[i]
+		if f.Exception != 0 {
+			out = append(out,
+				TruthFrame{Kind: FrameException, Exception: f.Exception, SP: f.SP},
+				TruthFrame{PC: f.Return, Function: m.img.funcAt(f.Return), SP: f.SP})
+			continue
+		}
+		out = append(out, TruthFrame{PC: f.Return, Function: m.img.funcAt(f.Return - 1), SP: f.SP})
+	}
+	return out
+}

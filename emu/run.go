@@ -1,0 +1,677 @@
+package emu
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/faultline-dev/faultline/emu/uc"
+)
+
+const (
+	// chunkInsns is how many instructions run between checkpoints; a data
+	// abort replays from the last checkpoint with the exact-PC hook. It is
+	// unlimited: resuming after uc_emu_stop from the block hook is not
+	// exact in Unicorn 2.0.1 when the block was reached by an indirect
+	// branch (the block runs although the stop was requested before it,
+	// and PC reads as its start), so the harness never resumes after a
+	// budget stop; the budget only ends a run. Checkpoints are taken at
+	// the start and after the stop at main (an until-address stop, which
+	// is exact).
+	chunkInsns = 1 << 62
+	// shadowCapacity is the depth of the shadow call stack.
+	shadowCapacity = 4096
+	// returnAddr is where a called function (Config.Call) returns to: LR is
+	// 0xFFFFFFFF, its reset value (B1.4.7).
+	returnAddr = 0xFFFFFFFE
+)
+
+// machine is one run: the engine, the models and the run state.
+type machine struct {
+	cfg     Config
+	img     *image
+	cpu     cpuInfo
+	eng     *uc.Engine
+	tr      *uc.Tracker
+	scs     SCS
+	regions []Region
+	chunk   uint64
+
+	active []int // exceptions being handled, innermost last
+
+	// Recorded by hooks while the guest runs.
+	invalid   invalidAccess
+	intr      uint32
+	intrValid bool
+	hookErr   error
+	setsDone  bool
+	mainAddr  uint32 // stop here to apply Config.Sets again; 0: no
+
+	cp checkpoint
+}
+
+type invalidAccess struct {
+	access uc.MemAccess
+	addr   uint32
+	size   int
+	valid  bool
+}
+
+// checkpoint is the state at the start of a chunk, for the exact-PC replay.
+type checkpoint struct {
+	ctx      *uc.Context
+	ram      [][]byte
+	scs      SCS
+	tr       uc.TrackerState
+	active   []int
+	setsDone bool
+	pc       uint64
+}
+
+// Run loads cfg.ELF, runs it until it faults and returns the state at the
+// first instruction of the fault handler. It returns an error wrapping
+// ErrNoFault when the firmware does not fault within the bounds, one
+// wrapping uc.ErrUnavailable when faultline was built without cgo, a
+// *FormatError for an ELF it cannot run, and ctx.Err() when ctx ends.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	return runChunked(ctx, cfg, chunkInsns)
+}
+
+// runChunked is Run with checkpoints every chunk instructions.
+func runChunked(ctx context.Context, cfg Config, chunk uint64) (*Result, error) {
+	f, err := os.Open(cfg.ELF)
+	if err != nil {
+		return nil, fmt.Errorf("emu: %w", err)
+	}
+	defer f.Close()
+	img, err := loadImage(cfg.ELF, f)
+	if err != nil {
+		return nil, err
+	}
+	name := cfg.CPU
+	if name == "" {
+		name = img.cpu
+	}
+	if name == "" {
+		name = "cortex-m4"
+	}
+	cpu, err := lookupCPU(name)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.MaxInsns == 0 {
+		cfg.MaxInsns = DefaultMaxInsns
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	eng, err := uc.Open(cpu.model)
+	if err != nil {
+		return nil, fmt.Errorf("emu: %w", err)
+	}
+	defer eng.Close()
+	m := &machine{cfg: cfg, img: img, cpu: cpu, eng: eng, scs: newSCS(cpu), chunk: chunk}
+	if err := m.setup(); err != nil {
+		return nil, err
+	}
+	return m.run(ctx)
+}
+
+// setup maps memory, loads the image, installs the models and hooks and sets
+// the reset state (B1.5.5 TakeReset).
+func (m *machine) setup() error {
+	e := m.eng
+	m.regions = append(m.regions, m.img.regions...)
+	for _, r := range m.cfg.Maps {
+		r.Name = "map"
+		if r.Size == 0 || r.Addr%regionAlign != 0 || r.Size%regionAlign != 0 {
+			return fmt.Errorf("emu: map %#x:%#x: address and size must be non-zero multiples of %#x", r.Addr, r.Size, regionAlign)
+		}
+		m.regions = append(m.regions, r)
+	}
+	for _, r := range m.regions {
+		if r.contains(scsBase) || (r.Addr > scsBase && r.Addr < scsBase+scsSize) {
+			return fmt.Errorf("emu: region %s [%#x, %#x) overlaps the System Control Space", r.Name, r.Addr, r.End())
+		}
+		if err := e.MemMap(uint64(r.Addr), uint64(r.Size), r.Perm); err != nil {
+			return fmt.Errorf("emu: mapping %s [%#x, %#x) %v: %w", r.Name, r.Addr, r.End(), r.Perm, err)
+		}
+	}
+	for _, c := range m.img.chunks {
+		if err := e.MemWrite(uint64(c.addr), c.data); err != nil {
+			return fmt.Errorf("emu: loading %d bytes at %#x: %w", len(c.data), c.addr, err)
+		}
+	}
+	m.scs.VTOR = m.img.vtor
+	m.scs.onCCR = func(ccr uint32) {
+		if m.tr != nil {
+			m.tr.SetDivideTrap(ccr&ccrDIV0TRP != 0)
+		}
+	}
+	if err := e.MMIOMap(scsBase, scsSize,
+		func(off uint64, size int) uint64 { return uint64(m.scs.Read(scsBase+uint32(off), size)) },
+		func(off uint64, size int, v uint64) { m.scs.Write(scsBase+uint32(off), size, uint32(v)) },
+	); err != nil {
+		return fmt.Errorf("emu: mapping the System Control Space: %w", err)
+	}
+
+	tr, err := e.NewTracker(!m.cfg.NoTruth, shadowCapacity)
+	if err != nil {
+		return fmt.Errorf("emu: %w", err)
+	}
+	m.tr = tr
+	if !m.cpu.v6m {
+		for _, a := range m.img.divides() {
+			if err := tr.WatchDivide(a); err != nil {
+				return fmt.Errorf("emu: %w", err)
+			}
+		}
+	}
+	if _, err := e.HookMemInvalid(m.onInvalid); err != nil {
+		return fmt.Errorf("emu: %w", err)
+	}
+	if _, err := e.HookInterrupt(m.onInterrupt); err != nil {
+		return fmt.Errorf("emu: %w", err)
+	}
+
+	if err := m.applySets(); err != nil {
+		return err
+	}
+	start := m.img.pc
+	if m.cfg.Call != "" {
+		s, ok := m.img.byName[m.cfg.Call]
+		if !ok || !s.fn {
+			return fmt.Errorf("emu: %s: no function %q to call", m.img.path, m.cfg.Call)
+		}
+		start = s.addr | 1
+	} else if mainSym, ok := m.img.byName["main"]; ok && mainSym.fn && len(m.cfg.Sets) > 0 {
+		// Stop at main to write the globals again once the startup code
+		// has run. (A code hook would do too, but any UC_HOOK_CODE slows
+		// Unicorn 2.0.1 down to the hook's speed everywhere.)
+		m.mainAddr = mainSym.addr
+	}
+	if start&1 == 0 {
+		return fmt.Errorf("emu: %s: entry point %#x is not Thumb code (bit 0 clear)", m.img.path, start)
+	}
+	for _, w := range []struct {
+		r uc.Reg
+		v uint64
+	}{
+		{uc.RegPC, uint64(start)}, // bit 0 set: Thumb (EPSR.T)
+		{uc.RegMSP, uint64(m.img.sp &^ 3)},
+		{uc.RegLR, 0xFFFFFFFF},
+	} {
+		if err := e.RegWrite(w.r, w.v); err != nil {
+			return fmt.Errorf("emu: reset state: %w", err)
+		}
+	}
+	return nil
+}
+
+// applySets writes Config.Sets (--set SYMBOL=VALUE) at the symbols' run
+// addresses and, for initialised data, at their load addresses.
+func (m *machine) applySets() error {
+	for name, v := range m.cfg.Sets {
+		s, ok := m.img.byName[name]
+		if !ok {
+			return fmt.Errorf("emu: %s: --set %s: no such symbol", m.img.path, name)
+		}
+		var buf [8]byte
+		binary.LittleEndian.PutUint64(buf[:], v)
+		switch s.size {
+		case 1, 2, 4, 8:
+		default:
+			return fmt.Errorf("emu: %s: --set %s: symbol size %d is not 1, 2, 4 or 8", m.img.path, name, s.size)
+		}
+		if s.size < 8 && v>>(8*s.size) != 0 {
+			return fmt.Errorf("emu: %s: --set %s=%#x: value does not fit in %d bytes", m.img.path, name, v, s.size)
+		}
+		for _, a := range append([]uint32{s.addr}, m.img.loadAddrs(s.addr)...) {
+			if err := m.eng.MemWrite(uint64(a), buf[:s.size]); err != nil {
+				return fmt.Errorf("emu: --set %s at %#x: %w", name, a, err)
+			}
+		}
+	}
+	return nil
+}
+
+// divides returns the address of every halfword-aligned SDIV/UDIV encoding
+// in executable memory (A7.7.127, A7.7.195). Scanning every offset cannot
+// miss one; a false match never executes, so its check never runs.
+func (img *image) divides() []uint32 {
+	var out []uint32
+	for _, c := range img.chunks {
+		exec := false
+		for _, r := range img.regions {
+			if r.contains(c.addr) && r.Perm&uc.PermExec != 0 && r.Name == "flash" {
+				exec = true
+			}
+		}
+		if !exec {
+			continue
+		}
+		d := c.data
+		for i := 0; i+4 <= len(d); i += 2 {
+			hw1 := binary.LittleEndian.Uint16(d[i:])
+			hw2 := binary.LittleEndian.Uint16(d[i+2:])
+			if hw1&0xffd0 == 0xfb90 && hw2&0xf0f0 == 0xf0f0 {
+				out = append(out, c.addr+uint32(i))
+			}
+		}
+	}
+	return out
+}
+
+func (m *machine) onInvalid(access uc.MemAccess, addr uint64, size int, value int64) bool {
+	m.invalid = invalidAccess{access: access, addr: uint32(addr), size: size, valid: true}
+	return false
+}
+
+// onInterrupt handles the exceptions Unicorn reports instead of taking
+// them (docs/unicorn.md). Exception return and SVCall are handled in place
+// and the guest continues; the others stop the run and become faults.
+func (m *machine) onInterrupt(intno uint32) {
+	switch intno {
+	case uc.IntrExceptionExit:
+		if err := m.exceptionReturn(); err != nil {
+			m.hookErr = err
+			m.eng.Stop()
+		}
+		return
+	case uc.IntrSWI:
+		pc, err := m.eng.RegRead(uc.RegPC)
+		if err == nil {
+			err = m.enterException(excSVCall, uint32(pc))
+		}
+		if err != nil {
+			m.hookErr = err
+			m.eng.Stop()
+		}
+		return
+	}
+	m.intr, m.intrValid = intno, true
+	m.eng.Stop()
+}
+
+func (m *machine) reg(r uc.Reg) uint32 {
+	v, err := m.eng.RegRead(r)
+	if err != nil && m.hookErr == nil {
+		m.hookErr = err
+	}
+	return uint32(v)
+}
+
+func (m *machine) writableRegions() []Region {
+	var out []Region
+	for _, r := range m.regions {
+		if r.Perm&uc.PermWrite != 0 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (m *machine) saveCheckpoint(pc uint64) error {
+	c := &m.cp
+	var err error
+	if c.ctx, err = m.eng.SaveContext(c.ctx); err != nil {
+		return fmt.Errorf("emu: checkpoint: %w", err)
+	}
+	rs := m.writableRegions()
+	if c.ram == nil {
+		c.ram = make([][]byte, len(rs))
+		for i, r := range rs {
+			c.ram[i] = make([]byte, r.Size)
+		}
+	}
+	for i, r := range rs {
+		if err := m.eng.MemRead(uint64(r.Addr), c.ram[i]); err != nil {
+			return fmt.Errorf("emu: checkpoint: %w", err)
+		}
+	}
+	c.scs = m.scs
+	m.tr.Save(&c.tr)
+	c.active = append(c.active[:0], m.active...)
+	c.setsDone = m.setsDone
+	c.pc = pc
+	return nil
+}
+
+func (m *machine) restoreCheckpoint() error {
+	c := &m.cp
+	if err := m.eng.RestoreContext(c.ctx); err != nil {
+		return fmt.Errorf("emu: restoring checkpoint: %w", err)
+	}
+	for i, r := range m.writableRegions() {
+		if err := m.eng.MemWrite(uint64(r.Addr), c.ram[i]); err != nil {
+			return fmt.Errorf("emu: restoring checkpoint: %w", err)
+		}
+	}
+	m.scs = c.scs
+	m.tr.Restore(&c.tr)
+	m.tr.SetDivideTrap(m.scs.CCR&ccrDIV0TRP != 0)
+	m.active = append(m.active[:0], c.active...)
+	m.setsDone = c.setsDone
+	return nil
+}
+
+// exactFaultPC replays the last chunk with the exact-PC hook to find the
+// instruction that made the data access Unicorn reported as want: after a
+// data abort Unicorn's PC is the start of the block (docs/unicorn.md, trap
+// 2). The replay ends in the same state, now with the exact PC.
+func (m *machine) exactFaultPC(want uc.Error, timeout time.Duration) (uint32, error) {
+	budget := m.tr.Insns()
+	if err := m.restoreCheckpoint(); err != nil {
+		return 0, err
+	}
+	if err := m.tr.SetExactPC(true); err != nil {
+		return 0, err
+	}
+	defer func() {
+		m.tr.SetExactPC(false)
+		m.eng.FlushTBs()
+	}()
+	if err := m.eng.FlushTBs(); err != nil {
+		return 0, err
+	}
+	m.tr.SetBudget(0)
+	m.invalid = invalidAccess{}
+	until := uint64(returnAddr)
+	if m.mainAddr != 0 && !m.setsDone {
+		until = uint64(m.mainAddr)
+	}
+	err := m.eng.Start(m.cp.pc, until, timeout, 0)
+	if !errors.Is(err, want) {
+		return 0, fmt.Errorf("emu: replaying the last %d instructions to find the faulting PC did not repeat the fault (%v, want %v)", budget-m.cp.tr.Insns, err, want)
+	}
+	pc := m.tr.LastPC()
+	if err := m.eng.RegWrite(uc.RegPC, uint64(pc)|1); err != nil {
+		return 0, err
+	}
+	return pc, nil
+}
+
+// run executes chunk after chunk until a fault, a bound, or ctx ends.
+func (m *machine) run(ctx context.Context) (*Result, error) {
+	deadline := time.Now().Add(m.cfg.Timeout)
+	pc, err := m.eng.RegRead(uc.RegPC)
+	if err != nil {
+		return nil, fmt.Errorf("emu: %w", err)
+	}
+	pc |= 1
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		left := time.Until(deadline)
+		insns := m.tr.Insns()
+		if left <= 0 {
+			return nil, &NoFaultError{Reason: fmt.Sprintf("timeout of %v reached", m.cfg.Timeout), Insns: insns, PC: uint32(pc &^ 1)}
+		}
+		if insns >= m.cfg.MaxInsns {
+			return nil, &NoFaultError{Reason: fmt.Sprintf("instruction limit of %d reached", m.cfg.MaxInsns), Insns: insns, PC: uint32(pc &^ 1)}
+		}
+		m.tr.SetBudget(min(insns+m.chunk, m.cfg.MaxInsns))
+		if err := m.saveCheckpoint(pc); err != nil {
+			return nil, err
+		}
+		m.invalid, m.intrValid, m.hookErr = invalidAccess{}, false, nil
+		until := uint64(returnAddr)
+		if m.mainAddr != 0 && !m.setsDone {
+			until = uint64(m.mainAddr)
+		}
+		startErr := m.eng.Start(pc, until, left, 0)
+
+		var pe *uc.CallbackPanicError
+		if errors.As(startErr, &pe) {
+			return nil, fmt.Errorf("emu: %w", startErr)
+		}
+		if m.hookErr != nil {
+			return nil, m.hookErr
+		}
+		f, ok, err := m.classify(startErr, left)
+		if err != nil {
+			return nil, err
+		}
+		if ok && f.pc&^1 == returnAddr&^1 && len(m.active) == 0 {
+			// A branch to LR's reset value 0xFFFFFFFF: the entry function
+			// returned (B1.4.7).
+			what := "the reset handler"
+			if m.cfg.Call != "" {
+				what = m.cfg.Call
+			}
+			return nil, &NoFaultError{Reason: what + " returned", Insns: m.tr.Insns(), PC: f.pc}
+		}
+		if ok {
+			return m.takeFault(f)
+		}
+		cur, err := m.eng.RegRead(uc.RegPC)
+		if err != nil {
+			return nil, fmt.Errorf("emu: %w", err)
+		}
+		if m.mainAddr != 0 && !m.setsDone && uint32(cur) == m.mainAddr {
+			m.setsDone = true
+			if err := m.applySets(); err != nil {
+				return nil, err
+			}
+			pc = cur | 1
+			continue
+		}
+		if m.tr.BudgetHit() {
+			pc = cur | 1
+			continue
+		}
+		if uint32(cur) == returnAddr {
+			what := "the reset handler"
+			if m.cfg.Call != "" {
+				what = m.cfg.Call
+			}
+			return nil, &NoFaultError{Reason: what + " returned", Insns: m.tr.Insns(), PC: uint32(cur)}
+		}
+		// Unicorn's own timeout, or a stop we did not ask for.
+		pc = cur | 1
+		if time.Until(deadline) > 0 {
+			return nil, fmt.Errorf("emu: emulation stopped unexpectedly at pc=%#08x", cur)
+		}
+	}
+}
+
+// fault is a synchronous fault found by the harness (B1.5.14).
+type fault struct {
+	exc   int    // MemManage, BusFault, UsageFault or HardFault
+	cfsr  uint32 // CFSR bits
+	hfsr  uint32 // HFSR bits other than FORCED (e.g. DEBUGEVT)
+	addr  uint32 // MMFAR/BFAR when cfsr has MMARVALID/BFARVALID
+	pc    uint32 // the return address to stack
+	armPC bool   // EPSR.T was clear (INVSTATE): keep it clear in the frame
+	about string
+}
+
+// classify turns how uc_emu_start ended into a fault, if it was one.
+func (m *machine) classify(startErr error, left time.Duration) (fault, bool, error) {
+	if pc, ok := m.tr.DivideFault(); ok {
+		return fault{exc: excUsageFault, cfsr: cfsrDIVBYZERO, pc: pc, about: "integer divide by zero with CCR.DIV_0_TRP set"}, true, nil
+	}
+	if m.intrValid {
+		pc := m.reg(uc.RegPC)
+		switch m.intr {
+		case uc.IntrPrefetchAbort:
+			return fault{exc: excMemManage, cfsr: cfsrIACCVIOL, pc: pc, about: fmt.Sprintf("instruction fetch from execute-never address %#08x", pc)}, true, nil
+		case uc.IntrDataAbort, uc.IntrUnaligned:
+			return fault{exc: excUsageFault, cfsr: cfsrUNALIGNED, pc: pc, about: "unaligned access"}, true, nil
+		case uc.IntrUDEF:
+			return fault{exc: excUsageFault, cfsr: cfsrUNDEFINSTR, pc: pc, about: "undefined instruction"}, true, nil
+		case uc.IntrNOCP:
+			return fault{exc: excUsageFault, cfsr: cfsrNOCP, pc: pc, about: "coprocessor access with the coprocessor disabled"}, true, nil
+		case uc.IntrINVSTATE:
+			return fault{exc: excUsageFault, cfsr: cfsrINVSTATE, pc: pc, about: "invalid EPSR state"}, true, nil
+		case uc.IntrBKPT:
+			// No debugger attached: BKPT escalates to HardFault (C1.5).
+			return fault{exc: excHardFault, hfsr: hfsrDEBUGEVT, pc: pc, about: "BKPT with no debugger attached"}, true, nil
+		}
+		return fault{}, false, fmt.Errorf("emu: unhandled CPU exception %d at pc=%#08x", m.intr, pc)
+	}
+	var ue uc.Error
+	if !errors.As(startErr, &ue) {
+		if startErr != nil {
+			return fault{}, false, fmt.Errorf("emu: %w", startErr)
+		}
+		return fault{}, false, nil
+	}
+	switch ue {
+	case uc.ErrFetchUnmapped, uc.ErrFetchProt:
+		pc := m.reg(uc.RegPC)
+		if m.invalid.valid {
+			pc = m.invalid.addr
+		}
+		return fault{exc: excBusFault, cfsr: cfsrIBUSERR, pc: pc, about: fmt.Sprintf("instruction fetch from %#08x failed (%v)", pc, ue)}, true, nil
+	case uc.ErrReadUnmapped, uc.ErrWriteUnmapped, uc.ErrReadProt, uc.ErrWriteProt:
+		inv := m.invalid
+		pc, err := m.exactFaultPC(ue, left)
+		if err != nil {
+			return fault{}, false, err
+		}
+		if m.invalid.valid {
+			inv = m.invalid
+		}
+		what := "read from"
+		if ue == uc.ErrWriteUnmapped || ue == uc.ErrWriteProt {
+			what = "write to"
+		}
+		return fault{exc: excBusFault, cfsr: cfsrPRECISERR | cfsrBFARVALID, addr: inv.addr, pc: pc,
+			about: fmt.Sprintf("precise data bus error: %d-byte %s %#08x (%v)", inv.size, what, inv.addr, ue)}, true, nil
+	case uc.ErrReadUnaligned, uc.ErrWriteUnaligned:
+		pc, err := m.exactFaultPC(ue, left)
+		if err != nil {
+			return fault{}, false, err
+		}
+		return fault{exc: excUsageFault, cfsr: cfsrUNALIGNED, pc: pc, about: "unaligned access"}, true, nil
+	case uc.ErrInsnInvalid:
+		pc := m.reg(uc.RegPC)
+		xpsr := m.reg(uc.RegXPSR)
+		if xpsr&(1<<24) == 0 {
+			return fault{exc: excUsageFault, cfsr: cfsrINVSTATE, pc: pc, armPC: true,
+				about: fmt.Sprintf("branch to %#08x with the Thumb bit clear (EPSR.T=0), e.g. a call through a NULL or bad function pointer", pc)}, true, nil
+		}
+		return fault{exc: excUsageFault, cfsr: cfsrUNDEFINSTR, pc: pc, about: "undefined instruction"}, true, nil
+	}
+	return fault{}, false, fmt.Errorf("emu: %w", startErr)
+}
+
+// execPriority is the current execution priority (B1.5.4): the highest
+// priority (lowest number) of the active exceptions and the boosts from
+// PRIMASK, FAULTMASK and BASEPRI; 256 when nothing boosts it.
+func (m *machine) execPriority() int {
+	p := 256
+	for _, e := range m.active {
+		p = min(p, m.scs.priority(e))
+	}
+	if !m.cpu.v6m {
+		if bp := int(m.reg(uc.RegBASEPRI) & 0xff); bp != 0 {
+			p = min(p, bp)
+		}
+		if m.reg(uc.RegFAULTMSK)&1 != 0 {
+			p = min(p, -1)
+		}
+	}
+	if m.reg(uc.RegPRIMASK)&1 != 0 {
+		p = min(p, 0)
+	}
+	return p
+}
+
+var excNames = map[int]string{
+	excNMI: "NMI", excHardFault: "HardFault", excMemManage: "MemManage",
+	excBusFault: "BusFault", excUsageFault: "UsageFault", excSVCall: "SVCall",
+	excPendSV: "PendSV", excSysTick: "SysTick",
+}
+
+// takeFault escalates the fault as the architecture does (B1.5.15): on
+// ARMv6-M every fault is a HardFault; on v7-M/v8-M a configurable fault is
+// taken only when SHCSR enables it and its priority is above the current
+// execution priority, else it becomes a HardFault with HFSR.FORCED; a fault
+// when the execution priority is already -1 or higher is a lockup. It
+// records the fault in the SCB, synthesizes the exception entry and
+// returns the result.
+func (m *machine) takeFault(f fault) (*Result, error) {
+	exec := m.execPriority()
+	target, forced := f.exc, false
+	if m.cpu.v6m {
+		forced = target != excHardFault
+		target = excHardFault
+	} else if target != excHardFault {
+		if m.scs.SHCSR&shcsrEnable[target] == 0 || m.scs.priority(target) >= exec {
+			target, forced = excHardFault, true
+		}
+	}
+	cause := Cause{Fault: excNames[f.exc], Bits: bitNames(f.cfsr, f.hfsr), PC: f.pc, Forced: forced, Detail: f.about}
+	if f.cfsr&(cfsrBFARVALID|cfsrMMARVALID) != 0 {
+		cause.Address, cause.HasAddress = f.addr, true
+	}
+	if forced {
+		cause.Bits = append(cause.Bits, "FORCED")
+	}
+	if !m.cpu.v6m {
+		m.scs.CFSR |= f.cfsr
+		if f.cfsr&cfsrBFARVALID != 0 {
+			m.scs.BFAR = f.addr
+		}
+		if f.cfsr&cfsrMMARVALID != 0 {
+			m.scs.MMFAR = f.addr
+		}
+		m.scs.HFSR |= f.hfsr
+		if forced {
+			m.scs.HFSR |= hfsrFORCED
+		}
+	}
+	if target == excHardFault && exec < 0 {
+		// Lockup (B1.5.15): no handler can run.
+		if err := m.eng.RegWrite(uc.RegPC, uint64(f.pc)|1); err != nil {
+			return nil, fmt.Errorf("emu: %w", err)
+		}
+		res, err := m.result(cause)
+		if err != nil {
+			return nil, err
+		}
+		res.Lockup = true
+		return res, nil
+	}
+	thumb := uint64(1)
+	if f.armPC {
+		thumb = 0
+	}
+	if err := m.eng.RegWrite(uc.RegPC, uint64(f.pc)|thumb); err != nil {
+		return nil, fmt.Errorf("emu: %w", err)
+	}
+	if err := m.enterException(target, f.pc); err != nil {
+		return nil, err
+	}
+	if m.hookErr != nil {
+		return nil, m.hookErr
+	}
+	return m.result(cause)
+}
+
+func bitNames(cfsr, hfsr uint32) []string {
+	names := [32]string{
+		0: "IACCVIOL", 1: "DACCVIOL", 3: "MUNSTKERR", 4: "MSTKERR", 5: "MLSPERR", 7: "MMARVALID",
+		8: "IBUSERR", 9: "PRECISERR", 10: "IMPRECISERR", 11: "UNSTKERR", 12: "STKERR", 13: "LSPERR", 15: "BFARVALID",
+		16: "UNDEFINSTR", 17: "INVSTATE", 18: "INVPC", 19: "NOCP", 20: "STKOF", 24: "UNALIGNED", 25: "DIVBYZERO",
+	}
+	var out []string
+	for i := 0; i < 32; i++ {
+		if cfsr&(1<<i) != 0 && names[i] != "" {
+			out = append(out, names[i])
+		}
+	}
+	if hfsr&hfsrVECTTBL != 0 {
+		out = append(out, "VECTTBL")
+	}
+	if hfsr&hfsrDEBUGEVT != 0 {
+		out = append(out, "DEBUGEVT")
+	}
+	return out
+}

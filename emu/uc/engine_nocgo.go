@@ -1,0 +1,77 @@
+//go:build !cgo
+
+package uc
+
+import "time"
+
+// Engine is one Unicorn ARM engine. In this build (without cgo) no engine
+// can be opened; every method returns ErrUnavailable.
+type Engine struct{}
+
+// Context is a saved CPU state; unavailable without cgo.
+type Context struct{}
+
+// Tracker is the set of C hot hooks; unavailable without cgo.
+type Tracker struct{}
+
+// Open always fails with ErrUnavailable: faultline was built without cgo.
+func Open(model CPUModel) (*Engine, error) { return nil, ErrUnavailable }
+
+func (e *Engine) Close() error                                  { return nil }
+func (e *Engine) Model() (CPUModel, error)                      { return 0, ErrUnavailable }
+func (e *Engine) PageSize() (uint64, error)                     { return 0, ErrUnavailable }
+func (e *Engine) MemMap(addr, size uint64, perm Perm) error     { return ErrUnavailable }
+func (e *Engine) MemUnmap(addr, size uint64) error              { return ErrUnavailable }
+func (e *Engine) MemProtect(addr, size uint64, perm Perm) error { return ErrUnavailable }
+func (e *Engine) MemRead(addr uint64, buf []byte) error         { return ErrUnavailable }
+func (e *Engine) MemWrite(addr uint64, data []byte) error       { return ErrUnavailable }
+func (e *Engine) MMIOMap(addr, size uint64, read func(offset uint64, size int) uint64, write func(offset uint64, size int, value uint64)) error {
+	return ErrUnavailable
+}
+func (e *Engine) RegRead(r Reg) (uint64, error)            { return 0, ErrUnavailable }
+func (e *Engine) RegWrite(r Reg, v uint64) error           { return ErrUnavailable }
+func (e *Engine) RegReadBytes(r Reg, buf *[16]byte) error  { return ErrUnavailable }
+func (e *Engine) RegWriteBytes(r Reg, buf *[16]byte) error { return ErrUnavailable }
+func (e *Engine) HookCode(begin, end uint64, fn func(addr uint64, size uint32)) (Hook, error) {
+	return 0, ErrUnavailable
+}
+func (e *Engine) HookBlock(begin, end uint64, fn func(addr uint64, size uint32)) (Hook, error) {
+	return 0, ErrUnavailable
+}
+func (e *Engine) HookMemInvalid(fn func(access MemAccess, addr uint64, size int, value int64) bool) (Hook, error) {
+	return 0, ErrUnavailable
+}
+func (e *Engine) HookInterrupt(fn func(intno uint32)) (Hook, error) { return 0, ErrUnavailable }
+func (e *Engine) HookInsnInvalid(fn func() bool) (Hook, error)      { return 0, ErrUnavailable }
+func (e *Engine) HookDel(h Hook) error                              { return ErrUnavailable }
+func (e *Engine) Start(begin, until uint64, timeout time.Duration, count uint64) error {
+	return ErrUnavailable
+}
+func (e *Engine) Stop() error                              { return ErrUnavailable }
+func (e *Engine) FlushTBs() error                          { return ErrUnavailable }
+func (e *Engine) SaveContext(c *Context) (*Context, error) { return nil, ErrUnavailable }
+func (e *Engine) RestoreContext(c *Context) error          { return ErrUnavailable }
+func (c *Context) Free()                                   {}
+func (e *Engine) NewTracker(shadow bool, capacity int) (*Tracker, error) {
+	return nil, ErrUnavailable
+}
+
+func (t *Tracker) Insns() uint64                        { return 0 }
+func (t *Tracker) SetInsns(n uint64)                    {}
+func (t *Tracker) SetBudget(n uint64)                   {}
+func (t *Tracker) BudgetHit() bool                      { return false }
+func (t *Tracker) Block() (addr, size uint32)           { return 0, 0 }
+func (t *Tracker) SetExactPC(on bool) error             { return ErrUnavailable }
+func (t *Tracker) LastPC() uint32                       { return 0 }
+func (t *Tracker) WatchDivide(addr uint32) error        { return ErrUnavailable }
+func (t *Tracker) SetDivideTrap(on bool)                {}
+func (t *Tracker) DivideFault() (pc uint32, ok bool)    { return 0, false }
+func (t *Tracker) Frames() []ShadowFrame                { return nil }
+func (t *Tracker) Dropped() uint64                      { return 0 }
+func (t *Tracker) PushException(exc int, pc, sp uint32) {}
+func (t *Tracker) PopException() bool                   { return false }
+func (t *Tracker) Save(s *TrackerState)                 {}
+func (t *Tracker) Restore(s *TrackerState)              {}
+
+// CountThumb is unavailable without cgo; it returns 0, false.
+func CountThumb(code []byte) (n int, endsCall bool) { return 0, false }

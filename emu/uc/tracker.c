@@ -1,0 +1,275 @@
+//go:build cgo
+
+#include <stdlib.h>
+#include <string.h>
+#include "tracker.h"
+
+// fl_thumb_count counts the Thumb instructions in code[0:size] and reports
+// whether the last one is a call: BL (T1, 32-bit: 11110 S imm10 / 11 J1 1 J2
+// imm11) or BLX Rm (T1, 16-bit: 0100 0111 1 Rm 000). ARMv7-M ARM A5.1: a
+// halfword whose top five bits are 0b11101, 0b11110 or 0b11111 starts a
+// 32-bit instruction.
+uint32_t fl_thumb_count(const uint8_t *code, uint32_t size, int *ends_call) {
+	uint32_t n = 0, off = 0;
+	int call = 0;
+	while (off + 2 <= size) {
+		uint16_t hw = (uint16_t)(code[off] | code[off + 1] << 8);
+		n++;
+		if ((hw >> 11) >= 0x1d && off + 4 <= size) {
+			uint16_t hw2 = (uint16_t)(code[off + 2] | code[off + 3] << 8);
+			call = (hw & 0xf800) == 0xf000 && (hw2 & 0xd000) == 0xd000;
+			off += 4;
+		} else {
+			call = (hw & 0xff87) == 0x4780;
+			off += 2;
+		}
+	}
+	*ends_call = call;
+	return n;
+}
+
+static fl_block *lookup_block(fl_tracker *t, uint32_t addr, uint32_t size) {
+	fl_block *b = &t->cache[(addr >> 1) & (FL_BLOCK_CACHE - 1)];
+	if (b->addr == addr && b->size == size && b->insns != 0) {
+		return b;
+	}
+	uint8_t buf[4096];
+	uint32_t n = size > sizeof buf ? sizeof buf : size;
+	int call = 0;
+	b->addr = addr;
+	b->size = size;
+	if (n == 0 || uc_mem_read(t->uc, addr, buf, n) != UC_ERR_OK) {
+		b->insns = 1;
+		b->ends_call = 0;
+		return b;
+	}
+	b->insns = fl_thumb_count(buf, n, &call);
+	if (b->insns == 0) {
+		b->insns = 1;
+	}
+	b->ends_call = call;
+	return b;
+}
+
+static uint32_t read_sp(fl_tracker *t) {
+	uint32_t sp = 0;
+	t->sp_reads++;
+	uc_reg_read(t->uc, UC_ARM_REG_SP, &sp);
+	return sp;
+}
+
+static void push(fl_tracker *t, uint32_t ret, uint32_t sp) {
+	if (t->depth >= t->cap) {
+		t->dropped++;
+		return;
+	}
+	fl_frame *f = &t->stack[t->depth++];
+	f->ret = ret;
+	f->sp = sp;
+	f->kind = FL_FRAME_CALL;
+	f->exc = 0;
+	f->prev_base = 0;
+}
+
+// block_hook runs at the start of every translated block. The shadow stack
+// (docs/unicorn.md, "Ground truth"): a block entered from a block whose last
+// instruction is BL/BLX, other than by falling through (a BLX skipped by an
+// IT condition), is a call: push the return address (the end of the calling
+// block) with the current SP. A block that starts at a return address on the
+// current exception level with SP back at or above the SP of that call is a
+// return: pop to it. The SP test tells a real return from a branch to the
+// same address in a deeper activation of a recursive function.
+static void block_hook(uc_engine *uc, uint64_t addr64, uint32_t size, void *ud) {
+	fl_tracker *t = ud;
+	uint32_t addr = (uint32_t)addr64;
+	fl_block *b = lookup_block(t, addr, size);
+	t->insns += b->insns;
+	if (t->shadow) {
+		if (t->prev_call && addr != t->prev_end) {
+			push(t, t->prev_end, read_sp(t));
+		} else if (t->depth > t->base) {
+			// Look for the return address among the newest entries of this
+			// level; normally it is the top one.
+			uint32_t lo = t->depth - t->base > 16 ? t->depth - 16 : t->base;
+			for (uint32_t i = t->depth; i > lo; i--) {
+				if (t->stack[i - 1].ret == addr) {
+					if (read_sp(t) >= t->stack[i - 1].sp) {
+						t->depth = i - 1;
+					}
+					break;
+				}
+			}
+		}
+	}
+	t->prev_call = b->ends_call;
+	t->prev_end = addr + size;
+	t->cur_addr = addr;
+	t->cur_size = size;
+	if (t->budget != 0 && t->insns >= t->budget) {
+		t->budget_hit = 1;
+		uc_emu_stop(uc);
+	}
+}
+
+static void exact_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud) {
+	fl_tracker *t = ud;
+	t->last_pc = (uint32_t)addr;
+	t->exact_insns++;
+}
+
+// div_hook runs before an SDIV or UDIV (T1: 1111 1011 1001/1011 Rn, 1111 Rd
+// 1111 Rm; ARMv7-M ARM A7.7.127, A7.7.195). With CCR.DIV_0_TRP set a zero
+// divisor is a UsageFault DIVBYZERO (B3.2.8); Unicorn returns 0 instead, so
+// the harness is told and the emulation stops before the instruction.
+static void div_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud) {
+	fl_tracker *t = ud;
+	if (!t->div_trap) {
+		return;
+	}
+	uint8_t insn[4];
+	if (uc_mem_read(uc, addr, insn, 4) != UC_ERR_OK) {
+		return;
+	}
+	uint16_t hw1 = (uint16_t)(insn[0] | insn[1] << 8);
+	uint16_t hw2 = (uint16_t)(insn[2] | insn[3] << 8);
+	if ((hw1 & 0xffd0) != 0xfb90 || (hw2 & 0xf0f0) != 0xf0f0) {
+		return;
+	}
+	int rm = hw2 & 0xf;
+	int reg;
+	if (rm <= 12) {
+		reg = UC_ARM_REG_R0 + rm;
+	} else if (rm == 13) {
+		reg = UC_ARM_REG_SP;
+	} else if (rm == 14) {
+		reg = UC_ARM_REG_LR;
+	} else {
+		return; // PC as divisor is UNPREDICTABLE
+	}
+	uint32_t v = 1;
+	uc_reg_read(uc, reg, &v);
+	if (v == 0) {
+		t->div_fault = 1;
+		t->div_pc = (uint32_t)addr;
+		uc_emu_stop(uc);
+	}
+}
+
+fl_tracker *fl_tracker_new(uc_engine *uc, int shadow, uint32_t cap, uc_err *err) {
+	fl_tracker *t = calloc(1, sizeof *t);
+	if (t == NULL) {
+		*err = UC_ERR_NOMEM;
+		return NULL;
+	}
+	t->uc = uc;
+	t->shadow = shadow;
+	t->cap = cap;
+	if (cap > 0) {
+		t->stack = calloc(cap, sizeof *t->stack);
+		if (t->stack == NULL) {
+			free(t);
+			*err = UC_ERR_NOMEM;
+			return NULL;
+		}
+	}
+	*err = uc_hook_add(uc, &t->block_hook, UC_HOOK_BLOCK, (void *)block_hook, t,
+	                   (uint64_t)1, (uint64_t)0);
+	if (*err != UC_ERR_OK) {
+		free(t->stack);
+		free(t);
+		return NULL;
+	}
+	return t;
+}
+
+// fl_tracker_free removes the tracker's hooks and frees it.
+void fl_tracker_free(fl_tracker *t) {
+	if (t == NULL) {
+		return;
+	}
+	uc_hook_del(t->uc, t->block_hook);
+	if (t->exact_on) {
+		uc_hook_del(t->uc, t->exact_hook);
+	}
+	for (uint32_t i = 0; i < t->ndiv; i++) {
+		uc_hook_del(t->uc, t->div_hooks[i]);
+	}
+	free(t->div_hooks);
+	free(t->stack);
+	free(t);
+}
+
+uc_err fl_tracker_exact(fl_tracker *t, int on) {
+	uc_err err = UC_ERR_OK;
+	if (on && !t->exact_on) {
+		err = uc_hook_add(t->uc, &t->exact_hook, UC_HOOK_CODE, (void *)exact_hook, t,
+		                  (uint64_t)1, (uint64_t)0);
+		if (err == UC_ERR_OK) {
+			t->exact_on = 1;
+		}
+	} else if (!on && t->exact_on) {
+		err = uc_hook_del(t->uc, t->exact_hook);
+		t->exact_on = 0;
+	}
+	return err;
+}
+
+uc_err fl_tracker_watch_div(fl_tracker *t, uint32_t addr) {
+	if (t->ndiv == t->capdiv) {
+		uint32_t nc = t->capdiv ? t->capdiv * 2 : 16;
+		uc_hook *nh = realloc(t->div_hooks, nc * sizeof *nh);
+		if (nh == NULL) {
+			return UC_ERR_NOMEM;
+		}
+		t->div_hooks = nh;
+		t->capdiv = nc;
+	}
+	uc_err err = uc_hook_add(t->uc, &t->div_hooks[t->ndiv], UC_HOOK_CODE, (void *)div_hook,
+	                         t, (uint64_t)addr, (uint64_t)addr);
+	if (err == UC_ERR_OK) {
+		t->ndiv++;
+	}
+	return err;
+}
+
+// fl_tracker_push_exception starts a new exception level: calls made by the
+// handler are pushed above the marker and returns never pop past it.
+void fl_tracker_push_exception(fl_tracker *t, uint32_t exc, uint32_t pc, uint32_t sp) {
+	t->prev_call = 0;
+	if (t->depth >= t->cap) {
+		t->dropped++;
+		return;
+	}
+	fl_frame *f = &t->stack[t->depth++];
+	f->ret = pc & ~1u;
+	f->sp = sp;
+	f->kind = FL_FRAME_EXCEPTION;
+	f->exc = exc;
+	f->prev_base = t->base;
+	t->base = t->depth;
+}
+
+// fl_tracker_pop_exception drops the newest exception level (its calls and
+// its marker). It returns 0 when there is no exception level.
+int fl_tracker_pop_exception(fl_tracker *t) {
+	t->prev_call = 0;
+	for (uint32_t i = t->depth; i > 0; i--) {
+		if (t->stack[i - 1].kind == FL_FRAME_EXCEPTION) {
+			t->depth = i - 1;
+			t->base = t->stack[i - 1].prev_base;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+void fl_tracker_set_stack(fl_tracker *t, const fl_frame *frames, uint32_t n, uint32_t base) {
+	if (n > t->cap) {
+		n = t->cap;
+	}
+	if (n > 0) {
+		memcpy(t->stack, frames, n * sizeof *frames);
+	}
+	t->depth = n;
+	t->base = base > n ? n : base;
+}

@@ -1,0 +1,74 @@
+// Hot hooks written in C: per-block instruction counting with a budget, the
+// shadow call stack, the exact-PC code hook and the divide-by-zero check.
+// Each C->Go callback costs ~50 ns, so nothing here calls into Go.
+#ifndef FAULTLINE_UC_TRACKER_H
+#define FAULTLINE_UC_TRACKER_H
+
+#include <stdint.h>
+#include <unicorn/unicorn.h>
+
+enum {
+	FL_FRAME_CALL = 0,      // pushed by a BL/BLX
+	FL_FRAME_EXCEPTION = 1, // exception marker pushed by the harness
+};
+
+// fl_frame is one shadow stack entry.
+typedef struct fl_frame {
+	uint32_t ret;       // return address (bit 0 clear), or interrupted PC for a marker
+	uint32_t sp;        // SP when the call was made (or the frame address for a marker)
+	uint32_t kind;      // FL_FRAME_*
+	uint32_t exc;       // exception number for a marker
+	uint32_t prev_base; // for a marker: the base of the level below
+} fl_frame;
+
+// fl_block caches what the block hook needs to know about a translated block.
+typedef struct fl_block {
+	uint32_t addr, size;
+	uint32_t insns;    // number of Thumb instructions
+	uint32_t ends_call; // the last instruction is BL or BLX
+} fl_block;
+
+#define FL_BLOCK_CACHE 8192
+
+typedef struct fl_tracker {
+	uc_engine *uc;
+	uc_hook block_hook;
+	uc_hook exact_hook;
+	int exact_on;
+
+	uint64_t insns;  // guest instructions entered, counted per block
+	uint64_t budget; // stop once insns >= budget (0: no budget)
+	int budget_hit;
+
+	uint32_t cur_addr, cur_size; // the block being executed
+	uint32_t prev_end;           // end address of the previous block
+	int prev_call;               // previous block ended with BL/BLX
+
+	uint32_t last_pc;      // exact-PC hook: address of the last instruction
+	uint64_t exact_insns;  // exact-PC hook: instructions seen
+
+	int div_trap;          // CCR.DIV_0_TRP
+	int div_fault;         // a divide by zero was caught
+	uint32_t div_pc;
+	uc_hook *div_hooks;
+	uint32_t ndiv, capdiv;
+
+	int shadow;            // keep the shadow stack
+	fl_frame *stack;
+	uint32_t depth, cap, base;
+	uint64_t dropped;      // pushes lost because the stack was full
+	uint64_t sp_reads;
+
+	fl_block cache[FL_BLOCK_CACHE];
+} fl_tracker;
+
+fl_tracker *fl_tracker_new(uc_engine *uc, int shadow, uint32_t cap, uc_err *err);
+void fl_tracker_free(fl_tracker *t);
+uc_err fl_tracker_exact(fl_tracker *t, int on);
+uc_err fl_tracker_watch_div(fl_tracker *t, uint32_t addr);
+void fl_tracker_push_exception(fl_tracker *t, uint32_t exc, uint32_t pc, uint32_t sp);
+int fl_tracker_pop_exception(fl_tracker *t);
+void fl_tracker_set_stack(fl_tracker *t, const fl_frame *frames, uint32_t n, uint32_t base);
+uint32_t fl_thumb_count(const uint8_t *code, uint32_t size, int *ends_call);
+
+#endif
