@@ -239,7 +239,8 @@ func step(t *Target, frames []Frame, chain []Unwinder) (Frame, *Stop) {
 	for _, u := range chain {
 		caller, err := u.Step(t, frames)
 		if err != nil {
-			msg := strings.TrimPrefix(err.Error(), ErrNotApplicable.Error()+": ")
+			msg := strings.TrimPrefix(err.Error(), u.Name()+": ")
+			msg = strings.TrimPrefix(msg, ErrNotApplicable.Error()+": ")
 			reasons = append(reasons, fmt.Sprintf("%s: %s", u.Name(), msg))
 			if errors.Is(err, ErrUnmapped) && first == nil {
 				first = &Stop{Kind: StopMemory, Detail: fmt.Sprintf("%s: %v", u.Name(), err)}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/faultline-dev/faultline/unwinders"
+	"github.com/faultline-dev/faultline/unwinders/exidx"
 )
 
 // Strategy is one selectable unwinder (--unwinder NAME).
@@ -24,7 +25,7 @@ func Strategies() []Strategy {
 	return []Strategy{
 		{Name: "auto", Available: true, Chain: autoChain},
 		{Name: "cfi"},
-		{Name: "exidx"},
+		{Name: "exidx", Available: true, Chain: single(func() unwinders.Unwinder { return &exidx.Unwinder{} })},
 		{Name: "prologue"},
 		{Name: "framepointer"},
 		{Name: "stackscan"},
@@ -35,7 +36,17 @@ func Strategies() []Strategy {
 // is shared code inside the walk; then cfi, exidx (call sites only),
 // prologue, framepointer, stackscan; the LR step closes the chain.
 func autoChain() []unwinders.Unwinder {
-	return []unwinders.Unwinder{unwinders.LinkRegister{}}
+	return []unwinders.Unwinder{
+		&exidx.Unwinder{},
+		unwinders.LinkRegister{},
+	}
+}
+
+// single makes the chain of one strategy: the strategy, then the LR step
+// for the frames where LR is provably the return address (a function at
+// its entry, a call through a bad pointer).
+func single(u func() unwinders.Unwinder) func() []unwinders.Unwinder {
+	return func() []unwinders.Unwinder { return []unwinders.Unwinder{u(), unwinders.LinkRegister{}} }
 }
 
 // Lookup returns the named strategy.

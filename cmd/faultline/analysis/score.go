@@ -1,0 +1,92 @@
+package analysis
+
+import (
+	"github.com/faultline-dev/faultline/crashdump"
+	"github.com/faultline-dev/faultline/unwinders"
+)
+
+// Score compares a candidate backtrace with the truth (design.md, "Scoring
+// against truth").
+type Score struct {
+	Exact         bool    `json:"exact"`
+	FrameAccuracy float64 `json:"frame_accuracy"`
+	Bogus         int     `json:"bogus"`
+}
+
+// ScoreNames scores two lists of function names, faulting frame first.
+// Exact: the lists are equal. Frame accuracy: the length of the common
+// prefix over the length of the truth. Bogus: candidate frames that differ
+// from the truth at their position (or lie past its end).
+func ScoreNames(truth, cand []string) Score {
+	common := 0
+	for common < len(truth) && common < len(cand) && truth[common] == cand[common] {
+		common++
+	}
+	s := Score{Exact: len(truth) == len(cand) && common == len(truth)}
+	if len(truth) > 0 {
+		s.FrameAccuracy = float64(common) / float64(len(truth))
+	} else if len(cand) == 0 {
+		s.FrameAccuracy = 1
+	}
+	for i, c := range cand {
+		if i >= len(truth) || truth[i] != c {
+			s.Bogus++
+		}
+	}
+	return s
+}
+
+// TruthNames returns the truth's function list from the faulting frame
+// outwards: frames up to and including the first exception pseudo-frame
+// (the handler) are dropped when there is one, and exception pseudo-frames
+// are removed. withInlined=false drops nothing else: the truth is taken as
+// it is.
+func TruthNames(tr *crashdump.Truth) []string {
+	var names []string
+	start := 0
+	for i, f := range tr.Frames {
+		if f.Kind == "exception" {
+			start = i + 1
+			break
+		}
+	}
+	for _, f := range tr.Frames[start:] {
+		if f.Kind == "exception" {
+			continue
+		}
+		names = append(names, f.Function)
+	}
+	return names
+}
+
+// TruthHasInlined reports whether a truth source lists inlined frames
+// (GDB does; the emulator's shadow call stack sees only real calls).
+func TruthHasInlined(tr *crashdump.Truth) bool { return tr.Source != "emulator-shadow-stack" }
+
+// CandidateNames returns the report's function list in the same shape as
+// TruthNames: from the faulting frame outwards, exception pseudo-frames
+// removed, inlined frames kept only when the truth lists them.
+func CandidateNames(frames []FrameJSON, inlined bool) []string {
+	start := 0
+	for i, f := range frames {
+		if f.Kind == unwinders.KindException.String() {
+			start = i + 1
+			break
+		}
+	}
+	var names []string
+	for _, f := range frames[start:] {
+		switch {
+		case f.Kind == unwinders.KindException.String():
+		case f.Kind == unwinders.KindInlined.String() && !inlined:
+		default:
+			names = append(names, f.Function)
+		}
+	}
+	return names
+}
+
+// ScoreReport scores a report against a truth.
+func ScoreReport(r *Report, tr *crashdump.Truth) Score {
+	return ScoreNames(TruthNames(tr), CandidateNames(r.Frames, TruthHasInlined(tr)))
+}
