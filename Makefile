@@ -51,3 +51,8 @@ oracle: toolchain
 
 clean:
 	rm -rf bin
+
+# Refresh the per-build accuracy table of every strategy against the QEMU
+# oracle (fixtures/accuracy.md, quoted in README.md).
+accuracy:
+	$(GO) test ./cmd/faultline/cli -run 'TestAccuracyTable' -count=1 -update
