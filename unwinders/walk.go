@@ -291,8 +291,11 @@ func joinReasons(r []string) string {
 func (t *Target) validate(cur, caller *Frame) *Stop {
 	raw := caller.PC
 	if raw == ResetLR || IsLockup(raw) || LooksLikeExcReturn(raw) || raw == FNCReturn0 || raw == FNCReturn1 {
-		// Exception returns keep the handler's SP (the frame sits there).
-		if caller.SP < cur.SP && cur.Kind != KindException {
+		// Exception returns keep the handler's SP (the frame sits there);
+		// a frame on the process stack is at PSP, which is not ordered
+		// with the main stack.
+		psp := LooksLikeExcReturn(raw) && ExcReturn(raw).UsesPSP()
+		if caller.SP < cur.SP && cur.Kind != KindException && !psp {
 			return &Stop{Kind: StopSPDecreasing, Detail: fmt.Sprintf("0x%08x -> 0x%08x", cur.SP, caller.SP)}
 		}
 		return nil

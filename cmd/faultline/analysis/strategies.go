@@ -39,14 +39,18 @@ func autoChain() []unwinders.Unwinder {
 	return []unwinders.Unwinder{
 		&exidx.Unwinder{},
 		unwinders.LinkRegister{},
+		unwinders.ExceptionFallback{},
 	}
 }
 
 // single makes the chain of one strategy: the strategy, then the LR step
 // for the frames where LR is provably the return address (a function at
-// its entry, a call through a bad pointer).
+// its entry, a call through a bad pointer), then the search for an
+// exception frame when a handler clobbered LR.
 func single(u func() unwinders.Unwinder) func() []unwinders.Unwinder {
-	return func() []unwinders.Unwinder { return []unwinders.Unwinder{u(), unwinders.LinkRegister{}} }
+	return func() []unwinders.Unwinder {
+		return []unwinders.Unwinder{u(), unwinders.LinkRegister{}, unwinders.ExceptionFallback{}}
+	}
 }
 
 // Lookup returns the named strategy.
