@@ -26,17 +26,17 @@ func (ExceptionFallback) Name() string { return MethodExceptionFallback }
 func (ExceptionFallback) Step(t *Target, frames []Frame) (Frame, error) {
 	for _, f := range frames {
 		if f.Kind == KindException {
-			return Frame{}, fmt.Errorf("%w: an exception frame was already found", ErrNotApplicable)
+			return Frame{}, ErrNotApplicable // silent: nothing to fall back from
 		}
 	}
 	f0 := &frames[0]
 	cur := &frames[len(frames)-1]
 	ipsr, ok := f0.Regs.IPSR()
 	if !ok || ipsr == 0 {
-		return Frame{}, fmt.Errorf("%w: the dump was not taken in Handler mode", ErrNotApplicable)
+		return Frame{}, ErrNotApplicable
 	}
 	if lr, ok := f0.Regs.Get(LR); ok && (LooksLikeExcReturn(lr) || lr == FNCReturn0 || lr == FNCReturn1) {
-		return Frame{}, fmt.Errorf("%w: LR holds an EXC_RETURN value", ErrNotApplicable)
+		return Frame{}, ErrNotApplicable
 	}
 	type cand struct {
 		addr uint32

@@ -238,6 +238,9 @@ func step(t *Target, frames []Frame, chain []Unwinder) (Frame, *Stop) {
 	var reasons []string
 	for _, u := range chain {
 		caller, err := u.Step(t, frames)
+		if err == ErrNotApplicable {
+			continue // nothing to say: the strategy does not apply here at all
+		}
 		if err != nil {
 			msg := strings.TrimPrefix(err.Error(), u.Name()+": ")
 			msg = strings.TrimPrefix(msg, ErrNotApplicable.Error()+": ")
