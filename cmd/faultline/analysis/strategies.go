@@ -5,6 +5,7 @@ import (
 
 	"github.com/faultline-dev/faultline/unwinders"
 	"github.com/faultline-dev/faultline/unwinders/exidx"
+	"github.com/faultline-dev/faultline/unwinders/stackscan"
 )
 
 // Strategy is one selectable unwinder (--unwinder NAME).
@@ -28,7 +29,7 @@ func Strategies() []Strategy {
 		{Name: "exidx", Available: true, Chain: single(func() unwinders.Unwinder { return &exidx.Unwinder{} })},
 		{Name: "prologue"},
 		{Name: "framepointer"},
-		{Name: "stackscan"},
+		{Name: "stackscan", Available: true, Chain: single(func() unwinders.Unwinder { return stackscan.New(stackscan.Options{}) })},
 	}
 }
 
@@ -39,6 +40,7 @@ func autoChain() []unwinders.Unwinder {
 	return []unwinders.Unwinder{
 		&exidx.Unwinder{},
 		unwinders.LinkRegister{},
+		stackscan.New(stackscan.Options{}),
 		unwinders.ExceptionFallback{},
 	}
 }
