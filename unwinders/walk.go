@@ -180,11 +180,17 @@ func Walk(t *Target, regs Registers, chain []Unwinder, opt Options) Result {
 				res.Stop = Stop{Kind: StopBadException, Detail: fmt.Sprintf("0x%08x is not a valid EXC_RETURN on %v", raw, t.Profile)}
 				return res
 			}
-			// The handler frame's registers, with SP as the step found it:
-			// where the handler's exception return would leave MSP.
+			// The registers at the handler's exception return are those the
+			// step recovered for the "caller" (the callee-saved registers the
+			// handler restores before returning), not the handler's own.
+			// The banked stack pointers carry over when the step did not
+			// track them: handler code does not move PSP.
 			h := cur
-			if v, ok := caller.Regs.Get(PSP); ok {
-				h.Regs.Set(PSP, v)
+			h.Regs = caller.Regs
+			for _, reg := range []Reg{PSP, MSP} {
+				if v, ok := cur.Regs.Get(reg); ok && !h.Regs.Known(reg) {
+					h.Regs.Set(reg, v)
+				}
 			}
 			pseudo, next, err := Unstack(t, &h, exc, caller.SP)
 			if err != nil {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/faultline-dev/faultline/unwinders"
 	"github.com/faultline-dev/faultline/unwinders/exidx"
+	"github.com/faultline-dev/faultline/unwinders/prologue"
 	"github.com/faultline-dev/faultline/unwinders/stackscan"
 )
 
@@ -27,7 +28,7 @@ func Strategies() []Strategy {
 		{Name: "auto", Available: true, Chain: autoChain},
 		{Name: "cfi"},
 		{Name: "exidx", Available: true, Chain: single(func() unwinders.Unwinder { return &exidx.Unwinder{} })},
-		{Name: "prologue"},
+		{Name: "prologue", Available: true, Chain: single(func() unwinders.Unwinder { return prologue.New() })},
 		{Name: "framepointer"},
 		{Name: "stackscan", Available: true, Chain: single(func() unwinders.Unwinder { return stackscan.New(stackscan.Options{}) })},
 	}
@@ -40,6 +41,7 @@ func autoChain() []unwinders.Unwinder {
 	return []unwinders.Unwinder{
 		&exidx.Unwinder{},
 		unwinders.LinkRegister{},
+		prologue.New(),
 		stackscan.New(stackscan.Options{}),
 		unwinders.ExceptionFallback{},
 	}
