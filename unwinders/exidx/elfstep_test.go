@@ -172,8 +172,9 @@ func TestNoreturnAtEnd(t *testing.T) {
 
 // In allops.elf GNU ld put its EXIDX_CANTUNWIND terminator at the end of
 // no_unwind_info, so by the index alone _start's entry also covers
-// no_unwind_info, which has no unwind information of its own: the symbol
-// table cuts the entry at the next function.
+// no_unwind_info, which has no unwind information of its own: Lookup marks
+// the entry inherited, and Step refuses it because no_unwind_info's
+// prologue does not build the frame the entry describes.
 func TestUncoveredFunction(t *testing.T) {
 	p := loadELF(t, "testdata/allops.elf")
 	tab, err := NewTable(p)
@@ -181,8 +182,14 @@ func TestUncoveredFunction(t *testing.T) {
 		t.Fatal(err)
 	}
 	pc := sym(t, p, "no_unwind_info") + 2
-	if _, err := tab.Lookup(pc); !errors.Is(err, ErrNoEntry) {
-		t.Errorf("Lookup(no_unwind_info+2): %v, want ErrNoEntry", err)
+	e, err := tab.Lookup(pc)
+	if err != nil || e.InheritedBy != sym(t, p, "no_unwind_info") {
+		t.Errorf("Lookup(no_unwind_info+2): inherited by 0x%x, %v; want no_unwind_info", e.InheritedBy, err)
+	}
+	f := unwinders.Frame{PC: pc + 2, SP: 0x2000f000, ReturnAddress: true}
+	mem := p.image(t, ramRegion(0x2000f000, 0x33, 0x4001, 0x44, 0x4001))
+	if _, err := New(tab).Step(&unwinders.Target{Mem: mem, Prog: p}, []unwinders.Frame{f}); !errors.Is(err, unwinders.ErrNotApplicable) {
+		t.Errorf("Step in no_unwind_info: %v, want not applicable", err)
 	}
 	// Without symbols the table alone decides.
 	xa, x, _ := p.Section(".ARM.exidx")
@@ -200,5 +207,30 @@ func TestUncoveredFunction(t *testing.T) {
 	}
 	if e, err := bare.Lookup(0xFFFFFFF0); err != nil || e.Index != last.Index {
 		t.Errorf("the last entry has no upper bound: %v %v", e.Index, err)
+	}
+}
+
+// GNU ld merges consecutive identical entries: in gcc-m3-O2-unwind.elf
+// null_store shares sum_words's entry (both leaves: "finish"). A fault in
+// null_store must unwind through the inherited entry, because null_store's
+// own prologue (none) proves the same frame, with medium confidence.
+func TestMergedEntry(t *testing.T) {
+	p := loadELF(t, "../../firmware-samples/build/gcc-m3-O2-unwind.elf")
+	tab, err := NewTable(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := sym(t, p, "null_store")
+	e, err := tab.Lookup(ns + 6)
+	if err != nil || e.InheritedBy != ns || e.FuncStart() != sym(t, p, "sum_words") {
+		t.Fatalf("Lookup(null_store+6): entry 0x%x inherited by 0x%x, %v", e.FuncStart(), e.InheritedBy, err)
+	}
+	var regs unwinders.Registers
+	regs.Set(unwinders.LR, 0x1dd)
+	f := unwinders.Frame{PC: ns + 6, SP: 0x2000f000, Regs: regs}
+	mem := p.image(t, ramRegion(0x2000f000, 0))
+	cf, err := New(tab).Step(&unwinders.Target{Mem: mem, Prog: p}, []unwinders.Frame{f})
+	if err != nil || cf.PC != 0x1dd || cf.SP != 0x2000f000 || cf.Confidence != unwinders.ConfidenceMedium {
+		t.Errorf("step: %+v %v", cf, err)
 	}
 }

@@ -96,7 +96,7 @@ func proveBody(t *unwinders.Target, e *Entry, pc uint32) string {
 	if !ok {
 		return "it is in no known function"
 	}
-	if fn.Start != e.FuncStart() {
+	if fn.Start != e.FuncStart() && fn.Start != e.InheritedBy {
 		return fmt.Sprintf("the entry starts at 0x%08x, not at the function start 0x%08x", e.FuncStart(), fn.Start)
 	}
 	if pc == fn.Start {

@@ -109,6 +109,14 @@ type Entry struct {
 	// (Thumb bit kept); PersonalityName its symbol, "" if unknown.
 	PersonalityAddr uint32
 	PersonalityName string
+	// InheritedBy is set by Lookup when the address lies in a function that
+	// starts above the entry (Thumb bit clear): GNU ld merges consecutive
+	// identical entries (--merge-exidx-entries, its default), and it may
+	// also omit the EXIDX_CANTUNWIND terminator after the last function
+	// with unwind information. The two cannot be told apart from the table,
+	// so such an entry is only trusted when the function's own prologue
+	// proves the frame the entry describes.
+	InheritedBy uint32
 	// Err is set when the entry cannot be decoded: an .ARM.extab pointer
 	// outside the section, an extra-word count past its end. It wraps a
 	// *FormatError.
@@ -325,13 +333,13 @@ func (tab *Table) Entries() []Entry { return tab.entries }
 
 // Lookup returns the entry covering pc (Thumb bit ignored): the last entry
 // whose function start is at or below pc (EHABI 6: each entry covers up to
-// the next one's start; the last one has no upper bound). GNU ld does not
-// always end the index with an EXIDX_CANTUNWIND terminator, so with a
-// Program the covered range is also cut at the function the entry belongs
-// to: if the symbol table puts pc in a function that starts above the
-// entry, or past the end of the entry's own function, the entry does not
-// cover pc. Lookup returns ErrNoEntry (wrapped) when nothing covers pc; a
-// CantUnwind entry is returned as found. Cost: O(log n).
+// the next one's start; the last one has no upper bound). With a Program,
+// an address in a function that starts above the entry is returned with
+// InheritedBy set to that function's start (a merged entry or a missing
+// terminator: see Entry.InheritedBy), and an address past the end of the
+// entry's own function and in no other function is not covered. Lookup
+// returns ErrNoEntry (wrapped) when nothing covers pc; a CantUnwind entry is
+// returned as found. Cost: O(log n).
 func (tab *Table) Lookup(pc uint32) (Entry, error) {
 	pc &^= 1
 	i := sort.Search(len(tab.entries), func(i int) bool { return tab.entries[i].FuncStart() > pc }) - 1
@@ -342,7 +350,8 @@ func (tab *Table) Lookup(pc uint32) (Entry, error) {
 	if tab.prog != nil {
 		start := e.FuncStart()
 		if fn, ok := tab.prog.FuncAt(pc); ok && fn.Start > start {
-			return Entry{}, fmt.Errorf("%w: 0x%08x is in %s at 0x%08x, above the last entry at 0x%08x", ErrNoEntry, pc, funcName(fn), fn.Start, start)
+			e.InheritedBy = fn.Start
+			return e, nil
 		}
 		if fn, ok := tab.prog.FuncAt(start); ok && fn.End > fn.Start && fn.Start <= start && pc >= fn.End {
 			return Entry{}, fmt.Errorf("%w: 0x%08x is past the end of %s (0x%08x-0x%08x), which entry %d covers", ErrNoEntry, pc, funcName(fn), fn.Start, fn.End, e.Index)

@@ -136,7 +136,14 @@ func (u *Unwinder) Step(t *unwinders.Target, frames []unwinders.Frame) (unwinder
 		return unwinders.Frame{}, declined(ErrUnknownPersonality, "%s uses personality routine %s, whose data layout is not known", name, pn)
 	}
 	conf := unwinders.ConfidenceHigh
-	if !cur.ReturnAddress {
+	if e.InheritedBy != 0 {
+		// The entry belongs to an earlier function: trust it only if this
+		// function's prologue builds the frame it describes.
+		if why := proveBody(t, &e, cur.PC); why != "" {
+			return unwinders.Frame{}, declined(ErrNoEntry, "0x%08x in %s is covered only by the entry of %s (merged by the linker, or a missing terminator), and %s", cur.PC, funcLabel(t, e.InheritedBy), name, why)
+		}
+		conf = unwinders.ConfidenceMedium
+	} else if !cur.ReturnAddress {
 		if why := proveBody(t, &e, cur.PC); why != "" {
 			return unwinders.Frame{}, declined(ErrNoEntry, "0x%08x in %s was interrupted, not calling, and %s", cur.PC, name, why)
 		}

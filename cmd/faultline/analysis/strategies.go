@@ -5,6 +5,7 @@ import (
 
 	"github.com/faultline-dev/faultline/unwinders"
 	"github.com/faultline-dev/faultline/unwinders/exidx"
+	"github.com/faultline-dev/faultline/unwinders/framepointer"
 	"github.com/faultline-dev/faultline/unwinders/prologue"
 	"github.com/faultline-dev/faultline/unwinders/stackscan"
 )
@@ -29,7 +30,7 @@ func Strategies() []Strategy {
 		{Name: "cfi"},
 		{Name: "exidx", Available: true, Chain: single(func() unwinders.Unwinder { return &exidx.Unwinder{} })},
 		{Name: "prologue", Available: true, Chain: single(func() unwinders.Unwinder { return prologue.New() })},
-		{Name: "framepointer"},
+		{Name: "framepointer", Available: true, Chain: single(func() unwinders.Unwinder { return framepointer.New() })},
 		{Name: "stackscan", Available: true, Chain: single(func() unwinders.Unwinder { return stackscan.New(stackscan.Options{}) })},
 	}
 }
@@ -42,6 +43,7 @@ func autoChain() []unwinders.Unwinder {
 		&exidx.Unwinder{},
 		unwinders.LinkRegister{},
 		prologue.New(),
+		framepointer.New(),
 		stackscan.New(stackscan.Options{}),
 		unwinders.ExceptionFallback{},
 	}

@@ -122,6 +122,10 @@ func TestAccuracyTable(t *testing.T) {
 		b.WriteString("\n")
 	}
 	table := b.String()
+	// The promise of auto (issue: the strategies and the auto chain).
+	if a := total["auto"]; a.cases == 0 || float64(a.exact) < 0.95*float64(a.cases) || a.accuracy < 0.98*float64(a.cases) {
+		t.Errorf("auto: %s, want at least 95%% exact and 98%% mean frame accuracy", a)
+	}
 	golden := filepath.Join(repo, "fixtures/accuracy.md")
 	if *update {
 		if err := os.WriteFile(golden, []byte(table), 0o644); err != nil {

@@ -236,3 +236,47 @@ func TestInfo(t *testing.T) {
 		t.Errorf("json: exit %d %s", code, out)
 	}
 }
+
+func TestCompare(t *testing.T) {
+	elf := filepath.Join(repo, "firmware-samples/build/gcc-m3-O2-unwind.elf")
+	dump := filepath.Join(repo, "fixtures/qemu/gcc-m3-O2-unwind-null_write_deep.json")
+	out, errs, code := run(t, "", "compare", "--format", "json", "--elf", elf, dump)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var v struct {
+		Schema  string `json:"schema"`
+		Results []struct {
+			Unwinder string `json:"unwinder"`
+			Stop     string `json:"stop"`
+			Error    string `json:"error"`
+			Frames   []analysis.FrameJSON
+		} `json:"results"`
+		Truth  map[string]any            `json:"truth"`
+		Scores map[string]analysis.Score `json:"scores"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Schema != "faultline.compare/1" || len(v.Results) != len(analysis.Strategies()) || v.Truth == nil {
+		t.Fatalf("schema %q, %d results, truth %v", v.Schema, len(v.Results), v.Truth != nil)
+	}
+	for _, r := range v.Results {
+		s, scored := v.Scores[r.Unwinder]
+		if r.Error == "" && (!scored || r.Stop == "") {
+			t.Errorf("%s: no score or stop", r.Unwinder)
+		}
+		// Every strategy but framepointer (this build omits frame pointers)
+		// must get this crash right.
+		if r.Unwinder != "framepointer" && r.Error == "" && !s.Exact {
+			t.Errorf("%s: not exact: %+v stop %s", r.Unwinder, s, r.Stop)
+		}
+	}
+	txt, _, code := run(t, "", "compare", "--elf", elf, dump)
+	if code != 0 || !strings.Contains(txt, "truth (qemu-gdb)") || !strings.Contains(txt, "deep5_mixed") {
+		t.Errorf("text: exit %d\n%s", code, txt)
+	}
+	if _, _, code := run(t, "", "compare", "--elf", elf); code != ExitUsage {
+		t.Errorf("compare without a dump: exit %d", code)
+	}
+}
