@@ -139,6 +139,13 @@ func TestAccuracyTable(t *testing.T) {
 	if string(want) != table {
 		t.Errorf("accuracy table changed (run make accuracy and review):\n%s", table)
 	}
+	readme, err := os.ReadFile(filepath.Join(repo, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), "<!-- accuracy:begin -->\n"+string(want)+"<!-- accuracy:end -->") {
+		t.Errorf("README.md does not quote fixtures/accuracy.md (run make accuracy)")
+	}
 	t.Logf("\n%s", table)
 }
 
