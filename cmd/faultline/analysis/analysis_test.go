@@ -11,7 +11,7 @@ import (
 
 const repo = "../../.."
 
-func load(t *testing.T, build, scenario string) (*elfsym.File, *crashdump.Dump) {
+func load(t testing.TB, build, scenario string) (*elfsym.File, *crashdump.Dump) {
 	t.Helper()
 	elf, err := elfsym.Open(filepath.Join(repo, "firmware-samples/build", build+".elf"))
 	if err != nil {
