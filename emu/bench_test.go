@@ -94,3 +94,27 @@ func must(b *testing.B, err error) {
 		b.Fatal(err)
 	}
 }
+
+// benchNoReplay runs the busy scenario for a fixed instruction budget that
+// ends before its fault, so no exact-PC replay is involved: it measures the
+// shadow stack's own cost (BenchmarkBusyShadowNoReplay vs
+// BenchmarkBusyCountNoReplay vs BenchmarkBusyRaw; goal: shadow stack within
+// 2.5x of no hooks).
+func benchNoReplay(b *testing.B, noTruth bool) {
+	skipWithoutCgo(b)
+	const budget = 20_000_000
+	var insns uint64
+	for i := 0; i < b.N; i++ {
+		_, err := Run(context.Background(), Config{ELF: "testdata/fw-m4.elf", NoTruth: noTruth, Timeout: 5 * time.Minute,
+			MaxInsns: budget, Sets: map[string]uint64{"crash_scenario": 10, "iterations": 1 << 30}})
+		var nf *NoFaultError
+		if !errors.As(err, &nf) {
+			b.Fatalf("want the instruction limit, got %v", err)
+		}
+		insns += nf.Insns
+	}
+	b.ReportMetric(float64(insns)/b.Elapsed().Seconds()/1e6, "MIPS")
+}
+
+func BenchmarkBusyShadowNoReplay(b *testing.B) { benchNoReplay(b, false) }
+func BenchmarkBusyCountNoReplay(b *testing.B)  { benchNoReplay(b, true) }

@@ -3,6 +3,7 @@ package emu
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -61,6 +62,16 @@ type Config struct {
 	Maps []Region
 	// NoTruth turns the shadow call stack off (Result.Truth is then nil).
 	NoTruth bool
+	// IRQs are exceptions to raise at given instruction counts.
+	IRQs []IRQ
+	// RunHandler continues after the fault into the firmware's own fault
+	// handler until it halts (a branch-to-self loop), exits through
+	// semihosting, or reaches a bound; Result.Handler says how it ended.
+	// Result still holds the state at the handler's first instruction.
+	RunHandler bool
+	// Stdout and Stderr receive semihosting output (SYS_WRITEC, SYS_WRITE0,
+	// SYS_WRITE to handles 1 and 2); nil discards it.
+	Stdout, Stderr io.Writer
 }
 
 // cpuInfo describes a supported core.
@@ -178,6 +189,8 @@ type TruthFrame struct {
 	// entry, with PC 0 and Exception set).
 	Kind      string
 	Exception int
+	// ExcReturn is the EXC_RETURN value of an exception pseudo-frame.
+	ExcReturn uint32
 	// SP is the stack pointer at the call (for an exception pseudo-frame:
 	// the address of the stacked frame).
 	SP uint32
@@ -204,4 +217,43 @@ type Result struct {
 	TruthTruncated bool
 	// Insns is the number of guest instructions executed.
 	Insns uint64
+	// SCS holds snapshots of the System Control Space blocks a dump needs:
+	// the SCB at 0xE000ED00..0xE000ED3F and, on cores with the FP
+	// extension, FPCCR/FPCAR/FPDSCR at 0xE000EF34..0xE000EF3F.
+	SCS []Memory
+	// Handler is set when Config.RunHandler ran the fault handler.
+	Handler *HandlerOutcome
+}
+
+// IRQ is an exception raised from outside at a given point of the run
+// (--irq N@INSN): exception number Exception (2 NMI, 14 PendSV, 15
+// SysTick, 16+n external interrupt n) becomes pending once At guest
+// instructions have run. It is taken like a hardware request once its
+// priority is higher than the execution priority (PRIMASK, BASEPRI,
+// FAULTMASK, active handlers); an external interrupt raised this way is
+// taken even if the firmware did not enable it in NVIC_ISER.
+type IRQ struct {
+	Exception int
+	At        uint64
+}
+
+// HandlerOutcome says how the firmware's own fault handler ended when
+// Config.RunHandler is set.
+type HandlerOutcome struct {
+	// Reason is e.g. "halted in a branch-to-self loop at 0x000000c0",
+	// "semihosting SYS_EXIT (ADP_Stopped_ApplicationExit)".
+	Reason string
+	// Exited is set when the firmware ended the run through semihosting
+	// SYS_EXIT or SYS_EXIT_EXTENDED; ExitCode is then its status.
+	Exited   bool
+	ExitCode int
+	// PC is where the handler stopped, Insns the instructions it ran.
+	PC    uint32
+	Insns uint64
+}
+
+// ValidCPU reports whether name is a CPU Config.CPU accepts.
+func ValidCPU(name string) bool {
+	_, err := lookupCPU(name)
+	return err == nil
 }

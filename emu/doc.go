@@ -20,8 +20,21 @@
 //     HardFault with HFSR.FORCED when the fault is disabled in SHCSR or its
 //     priority does not allow it (B1.5.15); ARMv6-M has only HardFault.
 //   - The faulting PC is exact: after an unmapped data access Unicorn leaves
-//     PC at the start of the block (trap 2), so the harness replays the last
-//     chunk from a checkpoint with the C exact-PC hook.
+//     PC at the start of the block (trap 2), so the harness restores the
+//     last checkpoint (taken every chunkInsns instructions from the block
+//     hook, at a block boundary) and replays at most that many instructions
+//     with a C code hook on the faulting block's addresses only
+//     (UC_CTL_TB_REMOVE_CACHE on that range; a full TB flush costs up to a
+//     second in Unicorn 2.0.1).
+//   - MPU (mpu.go): PMSAv7/PMSAv8 regions decide whether an access Unicorn
+//     rejected is a MemManage (DACCVIOL+MMARVALID, IACCVIOL) or a BusFault.
+//   - NVIC, SysTick, PendSV, NMI (nvic.go): pending, enables, priorities,
+//     PRIMASK/BASEPRI/FAULTMASK, preemption, nesting and tail-chaining;
+//     exceptions are taken from the C block hook before a block runs
+//     (writing PC there abandons the block). Config.IRQs raises them at
+//     instruction counts; SysTick counts instructions.
+//   - Semihosting (BKPT 0xAB: SYS_WRITEC, SYS_WRITE0, SYS_WRITE, SYS_EXIT,
+//     SYS_EXIT_EXTENDED) and Config.RunHandler (handler.go).
 //   - Exception entry is synthesized (B1.5.6 PushStack, B1.5.7 EXC_RETURN):
 //     basic or extended frame on the active stack, the bit-9 alignment pad,
 //     EXC_RETURN in LR, the SCB registers, and PC at the handler's first

@@ -155,7 +155,8 @@ func (m *machine) enterException(exc int, ret uint32) error {
 		return fmt.Errorf("emu: %w", err)
 	}
 	m.active = append(m.active, exc)
-	m.scs.SHCSR |= shcsrActive[exc]
+	m.excReturns = append(m.excReturns, excReturn)
+	m.setActive(exc, true)
 	m.scs.VectActive = uint32(exc)
 	m.tr.PushException(exc, ret, frame)
 	return nil
@@ -232,7 +233,10 @@ func (m *machine) exceptionReturn() error {
 	if n := len(m.active); n > 0 {
 		done := m.active[n-1]
 		m.active = m.active[:n-1]
-		m.scs.SHCSR &^= shcsrActive[done]
+		m.setActive(done, false)
+	}
+	if n := len(m.excReturns); n > 0 {
+		m.excReturns = m.excReturns[:n-1]
 	}
 	m.scs.VectActive = 0
 	if n := len(m.active); n > 0 {
@@ -250,6 +254,7 @@ func (m *machine) exceptionReturn() error {
 		return fmt.Errorf("emu: %w", err)
 	}
 	m.tr.PopException()
+	m.updateEvents()
 	return nil
 }
 
@@ -307,6 +312,18 @@ func (m *machine) result(cause Cause) (*Result, error) {
 		}
 		res.Memory = append(res.Memory, Memory{Addr: r.Addr, Name: r.Name, Data: b})
 	}
+	scb := make([]byte, 0x40)
+	for a := uint32(0); a < 0x40; a += 4 {
+		binary.LittleEndian.PutUint32(scb[a:], s.read32(addrCPUID+a))
+	}
+	res.SCS = append(res.SCS, Memory{Addr: addrCPUID, Name: "scb", Data: scb})
+	if m.cpu.fp {
+		fp := make([]byte, 12)
+		for a := uint32(0); a < 12; a += 4 {
+			binary.LittleEndian.PutUint32(fp[a:], s.read32(addrFPCCR+a))
+		}
+		res.SCS = append(res.SCS, Memory{Addr: addrFPCCR, Name: "fp", Data: fp})
+	}
 	if !m.cfg.NoTruth {
 		res.Truth = m.truth(g.PC)
 		res.TruthTruncated = m.tr.Dropped() > 0
@@ -314,19 +331,45 @@ func (m *machine) result(cause Cause) (*Result, error) {
 	return res, nil
 }
 
-// truth turns the shadow stack into frames, innermost first.
+// truth turns the shadow stack into frames, innermost first. An exception
+// pseudo-frame carries the EXC_RETURN of its entry.
+//
+// Thread stacks: code that switches Thread mode to the process stack and
+// jumps (not calls) to a thread's entry function with LR = 0xFFFFFFFF, as
+// an RTOS starts its first thread, leaves the call that led to the switch
+// on the shadow stack although the thread will never return to it. Such a
+// call is recognised by two things together: the next call inside was made
+// on the other stack (CONTROL.SPSEL differs), and it was made from a
+// function other than the one the outer call entered (a jump got there).
+// The thread's stack ends there, as the oracle's does. A function that
+// switches stacks and then makes ordinary calls keeps its callers.
 func (m *machine) truth(pc uint32) []TruthFrame {
 	out := []TruthFrame{{PC: pc, Function: m.img.funcAt(pc)}}
 	sh := m.tr.Frames()
+	level := len(m.excReturns)
+	inner := pc // the code of the frame inside the one being looked at
 	for i := len(sh) - 1; i >= 0; i-- {
 		f := sh[i]
 		if f.Exception != 0 {
-			out = append(out,
-				TruthFrame{Kind: FrameException, Exception: f.Exception, SP: f.SP},
-				TruthFrame{PC: f.Return, Function: m.img.funcAt(f.Return), SP: f.SP})
+			ex := TruthFrame{Kind: FrameException, Exception: f.Exception, SP: f.SP}
+			if level > 0 {
+				ex.ExcReturn = m.excReturns[level-1]
+				level--
+			}
+			out = append(out, ex, TruthFrame{PC: f.Return, Function: m.img.funcAt(f.Return), SP: f.SP})
+			inner = f.Return
+			continue
+		}
+		if i+1 < len(sh) && sh[i+1].Exception == 0 && sh[i+1].PSP != f.PSP &&
+			m.img.funcAt(f.Target) != m.img.funcAt(inner) {
+			// Skip the rest of this level (down to the next marker).
+			for i > 0 && sh[i-1].Exception == 0 {
+				i--
+			}
 			continue
 		}
 		out = append(out, TruthFrame{PC: f.Return, Function: m.img.funcAt(f.Return - 1), SP: f.SP})
+		inner = f.Return - 1
 	}
 	return out
 }

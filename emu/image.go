@@ -35,6 +35,9 @@ type Region struct {
 	Size uint32
 	Perm uc.Perm
 	Name string // "flash", "ram", "map" (a Config.Maps entry)
+	// Zero makes a Config.Maps region read as zero and ignore writes (a
+	// stub for a peripheral the firmware pokes); Perm is then ignored.
+	Zero bool
 }
 
 // End returns the first address after the region (as uint64: a region may

@@ -12,16 +12,12 @@ import (
 )
 
 const (
-	// chunkInsns is how many instructions run between checkpoints; a data
-	// abort replays from the last checkpoint with the exact-PC hook. It is
-	// unlimited: resuming after uc_emu_stop from the block hook is not
-	// exact in Unicorn 2.0.1 when the block was reached by an indirect
-	// branch (the block runs although the stop was requested before it,
-	// and PC reads as its start), so the harness never resumes after a
-	// budget stop; the budget only ends a run. Checkpoints are taken at
-	// the start and after the stop at main (an until-address stop, which
-	// is exact).
-	chunkInsns = 1 << 62
+	// chunkInsns is how many instructions run between checkpoints. A
+	// checkpoint is taken from the C block hook (onEvent) at a block
+	// boundary, where the register state is exact; after a data abort the
+	// harness restores the last one and replays at most this many
+	// instructions with the exact-PC hook on the faulting block only.
+	chunkInsns = 1 << 22
 	// shadowCapacity is the depth of the shadow call stack.
 	shadowCapacity = 4096
 	// returnAddr is where a called function (Config.Call) returns to: LR is
@@ -51,6 +47,20 @@ type machine struct {
 	mainAddr  uint32 // stop here to apply Config.Sets again; 0: no
 
 	cp checkpoint
+
+	replaying      bool   // re-running the last chunk to find the faulting PC
+	nextCheckpoint uint64 // instruction count of the next checkpoint
+	irqs           []irqState
+	// forced marks external interrupts raised by Config.IRQs: they are
+	// taken even when the firmware has not enabled them in NVIC_ISER.
+	forced     [16]uint32
+	excReturns []uint32 // EXC_RETURN of each active exception, innermost last
+	semihost   semihostState
+}
+
+type irqState struct {
+	IRQ
+	fired bool
 }
 
 type invalidAccess struct {
@@ -69,6 +79,10 @@ type checkpoint struct {
 	active   []int
 	setsDone bool
 	pc       uint64
+	irqs     []irqState
+	excRet   []uint32
+	nextCP   uint64
+	forced   [16]uint32
 }
 
 // Run loads cfg.ELF, runs it until it faults and returns the state at the
@@ -127,6 +141,9 @@ func (m *machine) setup() error {
 	m.regions = append(m.regions, m.img.regions...)
 	for _, r := range m.cfg.Maps {
 		r.Name = "map"
+		if r.Zero {
+			r.Perm = uc.PermNone
+		}
 		if r.Size == 0 || r.Addr%regionAlign != 0 || r.Size%regionAlign != 0 {
 			return fmt.Errorf("emu: map %#x:%#x: address and size must be non-zero multiples of %#x", r.Addr, r.Size, regionAlign)
 		}
@@ -135,6 +152,13 @@ func (m *machine) setup() error {
 	for _, r := range m.regions {
 		if r.contains(scsBase) || (r.Addr > scsBase && r.Addr < scsBase+scsSize) {
 			return fmt.Errorf("emu: region %s [%#x, %#x) overlaps the System Control Space", r.Name, r.Addr, r.End())
+		}
+		if r.Zero {
+			// Reads as zero, ignores writes.
+			if err := e.MMIOMap(uint64(r.Addr), uint64(r.Size), func(uint64, int) uint64 { return 0 }, func(uint64, int, uint64) {}); err != nil {
+				return fmt.Errorf("emu: mapping %s [%#x, %#x) as zero: %w", r.Name, r.Addr, r.End(), err)
+			}
+			continue
 		}
 		if err := e.MemMap(uint64(r.Addr), uint64(r.Size), r.Perm); err != nil {
 			return fmt.Errorf("emu: mapping %s [%#x, %#x) %v: %w", r.Name, r.Addr, r.End(), r.Perm, err)
@@ -163,6 +187,13 @@ func (m *machine) setup() error {
 		return fmt.Errorf("emu: %w", err)
 	}
 	m.tr = tr
+	m.scs.now = tr.Insns
+	m.scs.onWrite = m.updateEvents
+	tr.SetEventHandler(m.onEvent)
+	for _, q := range m.cfg.IRQs {
+		m.irqs = append(m.irqs, irqState{IRQ: q})
+	}
+	m.nextCheckpoint = m.chunk
 	if !m.cpu.v6m {
 		for _, a := range m.img.divides() {
 			if err := tr.WatchDivide(a); err != nil {
@@ -291,6 +322,10 @@ func (m *machine) onInterrupt(intno uint32) {
 			m.eng.Stop()
 		}
 		return
+	case uc.IntrBKPT:
+		if m.semihosting() {
+			return
+		}
 	}
 	m.intr, m.intrValid = intno, true
 	m.eng.Stop()
@@ -337,6 +372,10 @@ func (m *machine) saveCheckpoint(pc uint64) error {
 	c.active = append(c.active[:0], m.active...)
 	c.setsDone = m.setsDone
 	c.pc = pc
+	c.irqs = append(c.irqs[:0], m.irqs...)
+	c.excRet = append(c.excRet[:0], m.excReturns...)
+	c.nextCP = m.nextCheckpoint
+	c.forced = m.forced
 	return nil
 }
 
@@ -350,48 +389,69 @@ func (m *machine) restoreCheckpoint() error {
 			return fmt.Errorf("emu: restoring checkpoint: %w", err)
 		}
 	}
+	// The function fields (now, onWrite, onCCR) are the same in the copy.
 	m.scs = c.scs
 	m.tr.Restore(&c.tr)
 	m.tr.SetDivideTrap(m.scs.CCR&ccrDIV0TRP != 0)
 	m.active = append(m.active[:0], c.active...)
 	m.setsDone = c.setsDone
+	m.irqs = append(m.irqs[:0], c.irqs...)
+	m.excReturns = append(m.excReturns[:0], c.excRet...)
+	m.nextCheckpoint = c.nextCP
+	m.forced = c.forced
+	m.updateEvents()
 	return nil
 }
 
-// exactFaultPC replays the last chunk with the exact-PC hook to find the
-// instruction that made the data access Unicorn reported as want: after a
-// data abort Unicorn's PC is the start of the block (docs/unicorn.md, trap
-// 2). The replay ends in the same state, now with the exact PC.
+// exactFaultPC finds the instruction that made the data access Unicorn
+// reported as want: after a data abort Unicorn's PC is the start of the
+// translated block (docs/unicorn.md, trap 2). It restores the last
+// checkpoint (at most chunkInsns instructions back) and replays with the
+// exact-PC code hook on the faulting block's addresses only, so the replay
+// runs at full speed elsewhere. Events (exception entries, SysTick,
+// Config.IRQs) repeat identically: they depend only on the instruction
+// count and the guest's own accesses. The replay ends in the same state,
+// now with the exact PC.
 func (m *machine) exactFaultPC(want uc.Error, timeout time.Duration) (uint32, error) {
-	budget := m.tr.Insns()
+	insns := m.tr.Insns()
+	blk, size := m.tr.Block()
+	if size == 0 {
+		size = 2
+	}
 	if err := m.restoreCheckpoint(); err != nil {
 		return 0, err
 	}
-	if err := m.tr.SetExactPC(true); err != nil {
+	if err := m.tr.SetExactPC(true, blk, blk+size-1); err != nil {
 		return 0, err
 	}
-	defer func() {
-		m.tr.SetExactPC(false)
-		m.eng.FlushTBs()
-	}()
-	if err := m.eng.FlushTBs(); err != nil {
-		return 0, err
-	}
+	defer m.tr.SetExactPC(false, 0, 0)
 	m.tr.SetBudget(0)
+	m.replaying = true
+	defer func() { m.replaying = false }()
+	m.updateEvents()
 	m.invalid = invalidAccess{}
 	until := uint64(returnAddr)
 	if m.mainAddr != 0 && !m.setsDone {
 		until = uint64(m.mainAddr)
 	}
 	err := m.eng.Start(m.cp.pc, until, timeout, 0)
-	if !errors.Is(err, want) {
-		return 0, fmt.Errorf("emu: replaying the last %d instructions to find the faulting PC did not repeat the fault (%v, want %v)", budget-m.cp.tr.Insns, err, want)
+	if m.hookErr != nil {
+		return 0, m.hookErr
 	}
-	pc := m.tr.LastPC()
-	if err := m.eng.RegWrite(uc.RegPC, uint64(pc)|1); err != nil {
+	if !errors.Is(err, want) {
+		return 0, fmt.Errorf("emu: replaying the last %d instructions to find the faulting PC did not repeat the fault (%v, want %v)", insns-m.cp.tr.Insns, err, want)
+	}
+	pc, err := m.eng.RegRead(uc.RegPC)
+	if err != nil {
 		return 0, err
 	}
-	return pc, nil
+	if uint32(pc) < blk || uint32(pc) >= blk+size {
+		pc = uint64(m.tr.LastPC())
+	}
+	if err := m.eng.RegWrite(uc.RegPC, pc|1); err != nil {
+		return 0, err
+	}
+	return uint32(pc) &^ 1, nil
 }
 
 // run executes chunk after chunk until a fault, a bound, or ctx ends.
@@ -414,7 +474,7 @@ func (m *machine) run(ctx context.Context) (*Result, error) {
 		if insns >= m.cfg.MaxInsns {
 			return nil, &NoFaultError{Reason: fmt.Sprintf("instruction limit of %d reached", m.cfg.MaxInsns), Insns: insns, PC: uint32(pc &^ 1)}
 		}
-		m.tr.SetBudget(min(insns+m.chunk, m.cfg.MaxInsns))
+		m.tr.SetBudget(m.cfg.MaxInsns)
 		if err := m.saveCheckpoint(pc); err != nil {
 			return nil, err
 		}
@@ -432,6 +492,10 @@ func (m *machine) run(ctx context.Context) (*Result, error) {
 		if m.hookErr != nil {
 			return nil, m.hookErr
 		}
+		if m.semihost.exited {
+			cur := m.reg(uc.RegPC)
+			return nil, &NoFaultError{Reason: m.semihost.reason, Insns: m.tr.Insns(), PC: cur}
+		}
 		f, ok, err := m.classify(startErr, left)
 		if err != nil {
 			return nil, err
@@ -446,7 +510,11 @@ func (m *machine) run(ctx context.Context) (*Result, error) {
 			return nil, &NoFaultError{Reason: what + " returned", Insns: m.tr.Insns(), PC: f.pc}
 		}
 		if ok {
-			return m.takeFault(f)
+			res, err := m.takeFault(f)
+			if err == nil && m.cfg.RunHandler && !res.Lockup {
+				res.Handler, err = m.runHandler(ctx, deadline)
+			}
+			return res, err
 		}
 		cur, err := m.eng.RegRead(uc.RegPC)
 		if err != nil {
@@ -527,6 +595,9 @@ func (m *machine) classify(startErr error, left time.Duration) (fault, bool, err
 		if m.invalid.valid {
 			pc = m.invalid.addr
 		}
+		if m.mpuDenied(pc, mpuFetch) {
+			return fault{exc: excMemManage, cfsr: cfsrIACCVIOL, pc: pc, about: fmt.Sprintf("instruction fetch from %#08x denied by the MPU (execute-never or no access)", pc)}, true, nil
+		}
 		return fault{exc: excBusFault, cfsr: cfsrIBUSERR, pc: pc, about: fmt.Sprintf("instruction fetch from %#08x failed (%v)", pc, ue)}, true, nil
 	case uc.ErrReadUnmapped, uc.ErrWriteUnmapped, uc.ErrReadProt, uc.ErrWriteProt:
 		inv := m.invalid
@@ -541,6 +612,14 @@ func (m *machine) classify(startErr error, left time.Duration) (fault, bool, err
 		if ue == uc.ErrWriteUnmapped || ue == uc.ErrWriteProt {
 			what = "write to"
 		}
+		kind := mpuRead
+		if what == "write to" {
+			kind = mpuWrite
+		}
+		if m.mpuDenied(inv.addr, kind) {
+			return fault{exc: excMemManage, cfsr: cfsrDACCVIOL | cfsrMMARVALID, addr: inv.addr, pc: pc,
+				about: fmt.Sprintf("MPU access violation: %d-byte %s %#08x", inv.size, what, inv.addr)}, true, nil
+		}
 		return fault{exc: excBusFault, cfsr: cfsrPRECISERR | cfsrBFARVALID, addr: inv.addr, pc: pc,
 			about: fmt.Sprintf("precise data bus error: %d-byte %s %#08x (%v)", inv.size, what, inv.addr, ue)}, true, nil
 	case uc.ErrReadUnaligned, uc.ErrWriteUnaligned:
@@ -553,6 +632,11 @@ func (m *machine) classify(startErr error, left time.Duration) (fault, bool, err
 		pc := m.reg(uc.RegPC)
 		xpsr := m.reg(uc.RegXPSR)
 		if xpsr&(1<<24) == 0 {
+			if m.mpuDenied(pc, mpuFetch) {
+				// The MPU fetch check comes before EPSR.T (QEMU agrees).
+				return fault{exc: excMemManage, cfsr: cfsrIACCVIOL, pc: pc, armPC: true,
+					about: fmt.Sprintf("branch to %#08x, an address the MPU makes execute-never (e.g. a call through a NULL function pointer)", pc)}, true, nil
+			}
 			return fault{exc: excUsageFault, cfsr: cfsrINVSTATE, pc: pc, armPC: true,
 				about: fmt.Sprintf("branch to %#08x with the Thumb bit clear (EPSR.T=0), e.g. a call through a NULL or bad function pointer", pc)}, true, nil
 		}
@@ -674,4 +758,10 @@ func bitNames(cfsr, hfsr uint32) []string {
 		out = append(out, "DEBUGEVT")
 	}
 	return out
+}
+
+type semihostState struct {
+	exited   bool
+	exitCode int
+	reason   string
 }

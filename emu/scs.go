@@ -115,6 +115,7 @@ var shcsrEnable = map[int]uint32{
 // ready; use newSCS. SCS is a plain value: copying it is a checkpoint.
 type SCS struct {
 	v6m   bool // ARMv6-M: no CFSR/HFSR/MMFAR/BFAR/SHCSR enables, no MPU model
+	v8m   bool // ARMv8-M: PMSAv8 MPU registers
 	hasFP bool
 
 	CPUID  uint32
@@ -135,7 +136,7 @@ type SCS struct {
 	FPCAR  uint32
 	FPDSCR uint32
 
-	SysTickCSR, SysTickRVR, SysTickCVR uint32
+	SysTickCSR, SysTickRVR uint32
 
 	NVICEnabled [16]uint32
 	NVICPending [16]uint32
@@ -151,12 +152,20 @@ type SCS struct {
 	// kept by the harness.
 	VectActive uint32
 
+	// SysTick: the counter held tickValue at instruction count tickBase.
+	tickBase  uint64
+	tickValue uint32
+
 	// onCCR is called after a write to CCR (the divide trap lives in C).
-	onCCR func(ccr uint32) `json:"-"`
+	onCCR func(ccr uint32)
+	// now returns the instruction count (the SysTick clock); nil: 0.
+	now func() uint64
+	// onWrite is called after every write (pending state may change).
+	onWrite func()
 }
 
 func newSCS(cpu cpuInfo) SCS {
-	s := SCS{v6m: cpu.v6m, hasFP: cpu.fp, CPUID: cpu.cpuid}
+	s := SCS{v6m: cpu.v6m, v8m: cpu.v8m, hasFP: cpu.fp, CPUID: cpu.cpuid}
 	// Reset values: CCR.STKALIGN is 1 on v6-M and from v7-M r2p0 on
 	// (B3.2.8); FPCCR.ASPEN and LSPEN are 1 (B3.2.20).
 	s.CCR = ccrSTKALIGN
@@ -199,13 +208,16 @@ func (s *SCS) read32(a uint32) uint32 {
 	}
 	switch a {
 	case addrSysTickCSR:
+		if s.sysTickAdvance(s.clock()) {
+			s.ICSR |= icsrPENDSTSET
+		}
 		v := s.SysTickCSR
 		s.SysTickCSR &^= 1 << 16 // COUNTFLAG clears on read
 		return v
 	case addrSysTickRVR:
 		return s.SysTickRVR
 	case addrSysTickCVR:
-		return s.SysTickCVR
+		return s.sysTickValue(s.clock())
 	case addrCPUID:
 		return s.CPUID
 	case addrICSR:
@@ -242,6 +254,9 @@ func (s *SCS) read32(a uint32) uint32 {
 	case addrMPURNR:
 		return s.MPURNR
 	case addrMPURBAR:
+		if s.v8m {
+			return s.MPURBAR[s.MPURNR&15]
+		}
 		return s.MPURBAR[s.MPURNR&15] | s.MPURNR&15
 	case addrMPURASR:
 		return s.MPURASR[s.MPURNR&15]
@@ -255,8 +270,23 @@ func (s *SCS) read32(a uint32) uint32 {
 	return 0
 }
 
-// Write performs a write of size bytes at addr.
+// clock returns the instruction count.
+func (s *SCS) clock() uint64 {
+	if s.now == nil {
+		return 0
+	}
+	return s.now()
+}
+
+// Write performs a write of size bytes at addr and then calls onWrite.
 func (s *SCS) Write(addr uint32, size int, v uint32) {
+	s.write(addr, size, v)
+	if s.onWrite != nil {
+		s.onWrite()
+	}
+}
+
+func (s *SCS) write(addr uint32, size int, v uint32) {
 	a := addr &^ 3
 	shift := (addr & 3) * 8
 	mask := ^uint32(0)
@@ -296,11 +326,15 @@ func (s *SCS) Write(addr uint32, size int, v uint32) {
 	merge := func(old uint32) uint32 { return old&^mask | v }
 	switch a {
 	case addrSysTickCSR:
-		s.SysTickCSR = merge(s.SysTickCSR) & 0x7
+		now := s.clock()
+		s.tickValue, s.tickBase = s.sysTickValue(now), now
+		s.SysTickCSR = merge(s.SysTickCSR)&0x7 | s.SysTickCSR&(1<<16)
 	case addrSysTickRVR:
 		s.SysTickRVR = merge(s.SysTickRVR) & 0xffffff
 	case addrSysTickCVR:
-		s.SysTickCVR = 0 // any write clears (B3.3.5)
+		// Any write clears the counter and COUNTFLAG (B3.3.5); it
+		// reloads from SYST_RVR on the next tick.
+		s.tickValue, s.tickBase = 0, s.clock()
 		s.SysTickCSR &^= 1 << 16
 	case addrICSR:
 		if v&icsrPENDSVSET != 0 {
@@ -354,6 +388,11 @@ func (s *SCS) Write(addr uint32, size int, v uint32) {
 	case addrMPURNR:
 		s.MPURNR = merge(s.MPURNR) & 0xff
 	case addrMPURBAR:
+		if s.v8m {
+			// PMSAv8: BASE, SH, AP, XN; no VALID/REGION fields.
+			s.MPURBAR[s.MPURNR&15] = merge(s.MPURBAR[s.MPURNR&15])
+			break
+		}
 		r := merge(s.MPURBAR[s.MPURNR&15] | s.MPURNR&15)
 		if r&(1<<4) != 0 { // VALID: the region number comes with the address
 			s.MPURNR = r & 15

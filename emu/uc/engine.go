@@ -36,6 +36,7 @@ type callback struct {
 	insnInvalid func() bool
 	mmioRead    func(offset uint64, size int) uint64
 	mmioWrite   func(offset uint64, size int, value uint64)
+	event       func(addr uint32) bool
 }
 
 // Open creates an engine for the given M-profile CPU model: uc_open with

@@ -56,22 +56,25 @@ func (e *Engine) NewTracker(shadow bool, capacity int) (*Tracker, error) {
 	return nil, ErrUnavailable
 }
 
-func (t *Tracker) Insns() uint64                        { return 0 }
-func (t *Tracker) SetInsns(n uint64)                    {}
-func (t *Tracker) SetBudget(n uint64)                   {}
-func (t *Tracker) BudgetHit() bool                      { return false }
-func (t *Tracker) Block() (addr, size uint32)           { return 0, 0 }
-func (t *Tracker) SetExactPC(on bool) error             { return ErrUnavailable }
-func (t *Tracker) LastPC() uint32                       { return 0 }
-func (t *Tracker) WatchDivide(addr uint32) error        { return ErrUnavailable }
-func (t *Tracker) SetDivideTrap(on bool)                {}
-func (t *Tracker) DivideFault() (pc uint32, ok bool)    { return 0, false }
-func (t *Tracker) Frames() []ShadowFrame                { return nil }
-func (t *Tracker) Dropped() uint64                      { return 0 }
-func (t *Tracker) PushException(exc int, pc, sp uint32) {}
-func (t *Tracker) PopException() bool                   { return false }
-func (t *Tracker) Save(s *TrackerState)                 {}
-func (t *Tracker) Restore(s *TrackerState)              {}
+func (t *Tracker) Insns() uint64                               { return 0 }
+func (t *Tracker) SetInsns(n uint64)                           {}
+func (t *Tracker) SetBudget(n uint64)                          {}
+func (t *Tracker) BudgetHit() bool                             { return false }
+func (t *Tracker) Block() (addr, size uint32)                  { return 0, 0 }
+func (t *Tracker) SetExactPC(on bool, begin, end uint32) error { return ErrUnavailable }
+func (t *Tracker) SetEventHandler(fn func(addr uint32) bool)   {}
+func (t *Tracker) SetEvent(on bool)                            {}
+func (t *Tracker) SetEventAt(n uint64)                         {}
+func (t *Tracker) LastPC() uint32                              { return 0 }
+func (t *Tracker) WatchDivide(addr uint32) error               { return ErrUnavailable }
+func (t *Tracker) SetDivideTrap(on bool)                       {}
+func (t *Tracker) DivideFault() (pc uint32, ok bool)           { return 0, false }
+func (t *Tracker) Frames() []ShadowFrame                       { return nil }
+func (t *Tracker) Dropped() uint64                             { return 0 }
+func (t *Tracker) PushException(exc int, pc, sp uint32)        {}
+func (t *Tracker) PopException() bool                          { return false }
+func (t *Tracker) Save(s *TrackerState)                        {}
+func (t *Tracker) Restore(s *TrackerState)                     {}
 
 // CountThumb is unavailable without cgo; it returns 0, false.
 func CountThumb(code []byte) (n int, endsCall bool) { return 0, false }

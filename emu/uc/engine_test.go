@@ -102,7 +102,7 @@ func TestTrackerExactPC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tr.SetExactPC(true); err != nil {
+	if err := tr.SetExactPC(true, 0, 0xffffffff); err != nil {
 		t.Fatal(err)
 	}
 	err = e.Start(1, 0xe, time.Second, 0)

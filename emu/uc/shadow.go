@@ -10,7 +10,11 @@ type ShadowFrame struct {
 	SP uint32
 	// Exception is the exception number for a marker, 0 for a call.
 	Exception int
-	prevBase  uint32
+	// PSP is set for a call made in Thread mode on the process stack.
+	PSP bool
+	// Target is the called address of a call.
+	Target   uint32
+	prevBase uint32
 }
 
 // TrackerState is a copy of the tracker's run state for checkpoints.

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tracker.h"
+#include "_cgo_export.h"
 
 // fl_thumb_count counts the Thumb instructions in code[0:size] and reports
 // whether the last one is a call: BL (T1, 32-bit: 11110 S imm10 / 11 J1 1 J2
@@ -58,7 +59,7 @@ static uint32_t read_sp(fl_tracker *t) {
 	return sp;
 }
 
-static void push(fl_tracker *t, uint32_t ret, uint32_t sp) {
+static void push(fl_tracker *t, uint32_t ret, uint32_t sp, uint32_t target) {
 	if (t->depth >= t->cap) {
 		t->dropped++;
 		return;
@@ -69,6 +70,41 @@ static void push(fl_tracker *t, uint32_t ret, uint32_t sp) {
 	f->kind = FL_FRAME_CALL;
 	f->exc = 0;
 	f->prev_base = 0;
+	f->target = target;
+	f->psp = 0;
+	if (t->base == 0) {
+		// Thread mode (no exception level open): which stack is in use
+		// (CONTROL.SPSEL), so that the truth can end a thread's stack
+		// where an RTOS-style switch to the process stack began it.
+		uint32_t control = 0;
+		uc_reg_read(t->uc, UC_ARM_REG_CONTROL, &control);
+		f->psp = (control >> 1) & 1;
+	}
+}
+
+// shadow_step is the shadow-stack step for a block starting at addr.
+static void shadow_step(fl_tracker *t, uint32_t addr) {
+	if (t->skip_valid) {
+		t->skip_valid = 0;
+		if (addr == t->skip_addr) {
+			return;
+		}
+	}
+	if (t->prev_call && addr != t->prev_end) {
+		push(t, t->prev_end, read_sp(t), addr);
+	} else if (t->depth > t->base) {
+		// Look for the return address among the newest entries of this
+		// level; normally it is the top one.
+		uint32_t lo = t->depth - t->base > 16 ? t->depth - 16 : t->base;
+		for (uint32_t i = t->depth; i > lo; i--) {
+			if (t->stack[i - 1].ret == addr) {
+				if (read_sp(t) >= t->stack[i - 1].sp) {
+					t->depth = i - 1;
+				}
+				break;
+			}
+		}
+	}
 }
 
 // block_hook runs at the start of every translated block. The shadow stack
@@ -82,24 +118,31 @@ static void push(fl_tracker *t, uint32_t ret, uint32_t sp) {
 static void block_hook(uc_engine *uc, uint64_t addr64, uint32_t size, void *ud) {
 	fl_tracker *t = ud;
 	uint32_t addr = (uint32_t)addr64;
+	int settled = 0;
+	if (t->event || (t->event_at != 0 && t->insns >= t->event_at)) {
+		// An event is due before this block runs: settle the block's
+		// shadow-stack step first (an exception taken here interrupts
+		// the block after its call or return happened), then let Go act.
+		// If Go wrote PC (exception entry) the block is abandoned and the
+		// next block hook runs at the new PC.
+		if (t->shadow) {
+			shadow_step(t, addr);
+		}
+		settled = 1;
+		int prev_call = t->prev_call;
+		uint32_t prev_end = t->prev_end;
+		t->prev_call = 0;
+		t->prev_end = addr;
+		if (t->handle != 0 && goTrackerEvent(t->handle, addr) != 0) {
+			return;
+		}
+		t->prev_call = prev_call;
+		t->prev_end = prev_end;
+	}
 	fl_block *b = lookup_block(t, addr, size);
 	t->insns += b->insns;
-	if (t->shadow) {
-		if (t->prev_call && addr != t->prev_end) {
-			push(t, t->prev_end, read_sp(t));
-		} else if (t->depth > t->base) {
-			// Look for the return address among the newest entries of this
-			// level; normally it is the top one.
-			uint32_t lo = t->depth - t->base > 16 ? t->depth - 16 : t->base;
-			for (uint32_t i = t->depth; i > lo; i--) {
-				if (t->stack[i - 1].ret == addr) {
-					if (read_sp(t) >= t->stack[i - 1].sp) {
-						t->depth = i - 1;
-					}
-					break;
-				}
-			}
-		}
+	if (t->shadow && !settled) {
+		shadow_step(t, addr);
 	}
 	t->prev_call = b->ends_call;
 	t->prev_end = addr + size;
@@ -199,17 +242,25 @@ void fl_tracker_free(fl_tracker *t) {
 	free(t);
 }
 
-uc_err fl_tracker_exact(fl_tracker *t, int on) {
+// fl_tracker_exact installs (on) or removes the exact-PC code hook on the
+// addresses [begin, end] and drops the translated blocks there, so that the
+// hook reaches them (UC_CTL_TB_REMOVE_CACHE; a full UC_CTL_TB_FLUSH costs
+// 0.2-1 s in Unicorn 2.0.1). Code outside the range keeps its speed.
+uc_err fl_tracker_exact(fl_tracker *t, int on, uint64_t begin, uint64_t end) {
 	uc_err err = UC_ERR_OK;
-	if (on && !t->exact_on) {
-		err = uc_hook_add(t->uc, &t->exact_hook, UC_HOOK_CODE, (void *)exact_hook, t,
-		                  (uint64_t)1, (uint64_t)0);
-		if (err == UC_ERR_OK) {
-			t->exact_on = 1;
-		}
-	} else if (!on && t->exact_on) {
+	if (t->exact_on) {
 		err = uc_hook_del(t->uc, t->exact_hook);
 		t->exact_on = 0;
+		uc_ctl(t->uc, UC_CTL_WRITE(UC_CTL_TB_REMOVE_CACHE, 2), t->exact_begin, t->exact_end + 1);
+	}
+	if (on && err == UC_ERR_OK) {
+		err = uc_hook_add(t->uc, &t->exact_hook, UC_HOOK_CODE, (void *)exact_hook, t, begin, end);
+		if (err == UC_ERR_OK) {
+			t->exact_on = 1;
+			t->exact_begin = begin;
+			t->exact_end = end;
+			err = uc_ctl(t->uc, UC_CTL_WRITE(UC_CTL_TB_REMOVE_CACHE, 2), begin, end + 1);
+		}
 	}
 	return err;
 }
@@ -246,6 +297,8 @@ void fl_tracker_push_exception(fl_tracker *t, uint32_t exc, uint32_t pc, uint32_
 	f->kind = FL_FRAME_EXCEPTION;
 	f->exc = exc;
 	f->prev_base = t->base;
+	f->psp = 0;
+	t->skip_valid = 0;
 	t->base = t->depth;
 }
 
@@ -257,6 +310,10 @@ int fl_tracker_pop_exception(fl_tracker *t) {
 		if (t->stack[i - 1].kind == FL_FRAME_EXCEPTION) {
 			t->depth = i - 1;
 			t->base = t->stack[i - 1].prev_base;
+			// The first block back at the interrupted PC had its shadow
+			// step before the exception was taken.
+			t->skip_addr = t->stack[i - 1].ret;
+			t->skip_valid = 1;
 			return 1;
 		}
 	}

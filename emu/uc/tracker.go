@@ -8,7 +8,10 @@ package uc
 */
 import "C"
 
-import "unsafe"
+import (
+	"runtime/cgo"
+	"unsafe"
+)
 
 // Tracker is the set of hot hooks written in C (tracker.c): a block hook that
 // counts guest instructions, stops at an instruction budget and keeps the
@@ -16,8 +19,9 @@ import "unsafe"
 // checks on individual SDIV/UDIV instructions. Create it with
 // Engine.NewTracker.
 type Tracker struct {
-	e *Engine
-	p *C.fl_tracker
+	e      *Engine
+	p      *C.fl_tracker
+	handle cgo.Handle
 }
 
 // NewTracker installs the C block hook that counts guest instructions,
@@ -50,6 +54,10 @@ func (e *Engine) NewTracker(shadow bool, capacity int) (*Tracker, error) {
 }
 
 func (t *Tracker) free() {
+	if t.handle != 0 {
+		t.handle.Delete()
+		t.handle = 0
+	}
 	if t.p != nil {
 		C.fl_tracker_free(t.p)
 		t.p = nil
@@ -85,15 +93,16 @@ func (t *Tracker) Block() (addr, size uint32) {
 }
 
 // SetExactPC installs (on) or removes the C code hook that records the
-// address of every instruction before it runs; with it installed PC is exact
-// after a fault (trap 2). It costs about 2x; use it to replay a short
-// stretch. FlushTBs must follow before running.
-func (t *Tracker) SetExactPC(on bool) error {
+// address of every instruction in [begin, end] before it runs; with it
+// installed PC is exact after a fault there (docs/unicorn.md, trap 2). Only
+// code in the range slows down; the translated blocks of the range are
+// dropped so that the hook reaches them (no FlushTBs needed).
+func (t *Tracker) SetExactPC(on bool, begin, end uint32) error {
 	o := C.int(0)
 	if on {
 		o = 1
 	}
-	if err := C.fl_tracker_exact(t.p, o); err != C.UC_ERR_OK {
+	if err := C.fl_tracker_exact(t.p, o, C.uint64_t(begin), C.uint64_t(end)); err != C.UC_ERR_OK {
 		return &OpError{Op: "tracker exact-pc hook", Err: Error(err)}
 	}
 	return nil
@@ -139,7 +148,7 @@ func (t *Tracker) Frames() []ShadowFrame {
 	src := unsafe.Slice(t.p.stack, n)
 	out := make([]ShadowFrame, n)
 	for i, f := range src {
-		out[i] = ShadowFrame{Return: uint32(f.ret), SP: uint32(f.sp), prevBase: uint32(f.prev_base)}
+		out[i] = ShadowFrame{Return: uint32(f.ret), SP: uint32(f.sp), prevBase: uint32(f.prev_base), PSP: f.psp != 0, Target: uint32(f.target)}
 		if f.kind == C.FL_FRAME_EXCEPTION {
 			out[i].Exception = int(f.exc)
 		}
@@ -189,7 +198,7 @@ func (t *Tracker) Restore(s *TrackerState) {
 				kind = C.FL_FRAME_EXCEPTION
 			}
 			dst[i] = C.fl_frame{ret: C.uint32_t(f.Return), sp: C.uint32_t(f.SP), kind: kind,
-				exc: C.uint32_t(f.Exception), prev_base: C.uint32_t(f.prevBase)}
+				exc: C.uint32_t(f.Exception), prev_base: C.uint32_t(f.prevBase), psp: C.uint32_t(b2u(f.PSP)), target: C.uint32_t(f.Target)}
 		}
 	}
 	C.fl_tracker_set_stack(t.p, buf, C.uint32_t(n), C.uint32_t(s.base))
@@ -209,4 +218,52 @@ func CountThumb(code []byte) (n int, endsCall bool) {
 	var call C.int
 	cn := C.fl_thumb_count((*C.uint8_t)(unsafe.Pointer(&code[0])), C.uint32_t(len(code)), &call)
 	return int(cn), call != 0
+}
+
+// SetEventHandler installs fn as the event handler: before a block runs,
+// when an event is flagged (SetEvent) or the instruction count has reached
+// SetEventAt's mark, the block hook calls fn with the block's address. fn
+// may write PC (exception entry), which abandons the block; it then returns
+// true. It runs inside the emulation: it must not call Start or FlushTBs.
+func (t *Tracker) SetEventHandler(fn func(addr uint32) bool) {
+	if t.handle != 0 {
+		t.handle.Delete()
+		t.handle = 0
+		t.p.handle = 0
+	}
+	if fn == nil {
+		return
+	}
+	t.handle = cgo.NewHandle(&callback{e: t.e, event: fn})
+	t.p.handle = C.uintptr_t(t.handle)
+}
+
+// SetEvent flags (or clears) an event for the next block.
+func (t *Tracker) SetEvent(on bool) {
+	if on {
+		t.p.event = 1
+	} else {
+		t.p.event = 0
+	}
+}
+
+// SetEventAt makes the block hook call the event handler once Insns
+// reaches n (0: never).
+func (t *Tracker) SetEventAt(n uint64) { t.p.event_at = C.uint64_t(n) }
+
+//export goTrackerEvent
+func goTrackerEvent(h C.uintptr_t, addr C.uint32_t) (redirect C.int) {
+	cb := lookup(h)
+	defer cb.recover("event handler")
+	if cb.event(uint32(addr)) {
+		return 1
+	}
+	return 0
+}
+
+func b2u(b bool) uint32 {
+	if b {
+		return 1
+	}
+	return 0
 }

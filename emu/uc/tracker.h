@@ -19,6 +19,8 @@ typedef struct fl_frame {
 	uint32_t kind;      // FL_FRAME_*
 	uint32_t exc;       // exception number for a marker
 	uint32_t prev_base; // for a marker: the base of the level below
+	uint32_t psp;       // a call made on the process stack (Thread mode, CONTROL.SPSEL)
+	uint32_t target;    // the called address (bit 0 clear)
 } fl_frame;
 
 // fl_block caches what the block hook needs to know about a translated block.
@@ -35,6 +37,19 @@ typedef struct fl_tracker {
 	uc_hook block_hook;
 	uc_hook exact_hook;
 	int exact_on;
+	uint64_t exact_begin, exact_end;
+
+	// Events: when event is set, or insns reaches event_at (0: never), the
+	// block hook calls goTrackerEvent(handle, addr) before the block runs.
+	// Go may write PC there (exception entry), which abandons the block.
+	int event;
+	uint64_t event_at;
+	uintptr_t handle;
+	// After an exception return the first block at skip_addr has already
+	// had its shadow-stack step (it was settled when the exception was
+	// taken): skip it once.
+	uint32_t skip_addr;
+	int skip_valid;
 
 	uint64_t insns;  // guest instructions entered, counted per block
 	uint64_t budget; // stop once insns >= budget (0: no budget)
@@ -64,7 +79,7 @@ typedef struct fl_tracker {
 
 fl_tracker *fl_tracker_new(uc_engine *uc, int shadow, uint32_t cap, uc_err *err);
 void fl_tracker_free(fl_tracker *t);
-uc_err fl_tracker_exact(fl_tracker *t, int on);
+uc_err fl_tracker_exact(fl_tracker *t, int on, uint64_t begin, uint64_t end);
 uc_err fl_tracker_watch_div(fl_tracker *t, uint32_t addr);
 void fl_tracker_push_exception(fl_tracker *t, uint32_t exc, uint32_t pc, uint32_t sp);
 int fl_tracker_pop_exception(fl_tracker *t);

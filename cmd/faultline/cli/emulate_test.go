@@ -1,0 +1,175 @@
+package cli
+
+import (
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/faultline-dev/faultline/crashdump"
+	"github.com/faultline-dev/faultline/emu/uc"
+)
+
+func skipWithoutEmulator(t *testing.T) {
+	t.Helper()
+	e, err := uc.Open(uc.CortexM3)
+	if errors.Is(err, uc.ErrUnavailable) {
+		t.Skip("emulation unavailable (built without cgo)")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+}
+
+// TestEmulateThenAnalyze runs `faultline emulate` in-process on the sample
+// firmware for scenario 1 (null_write_deep), loads the dump it wrote, checks
+// it against the QEMU oracle fixture of the same build and scenario, and
+// runs `faultline analyze` on it.
+func TestEmulateThenAnalyze(t *testing.T) {
+	skipWithoutEmulator(t)
+	elf := filepath.Join(repo, "firmware-samples/build/gcc-m3-O2.elf")
+	out := filepath.Join(t.TempDir(), "crash.json")
+	stdout, stderr, code := run(t, "", "emulate", "--elf", elf, "-o", out, "--set", "crash_scenario=1", "--cpu", "m3")
+	if code != 0 {
+		t.Fatalf("emulate: exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	for _, want := range []string{"HardFault", "MemManage", "DACCVIOL", "null_store", out} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("summary %q does not mention %q", stdout, want)
+		}
+	}
+	d, err := crashdump.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := crashdump.Load(filepath.Join(repo, "fixtures/qemu/gcc-m3-O2-null_write_deep.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Regs.Equal(&q.Regs) {
+		t.Errorf("registers differ from the QEMU fixture:\n got  %+v\n QEMU %+v", d.Regs, q.Regs)
+	}
+	for _, name := range []string{"CFSR", "HFSR", "MMFAR"} {
+		g, _ := d.Fault.Field(name).Get()
+		w, _ := q.Fault.Field(name).Get()
+		if g != w {
+			t.Errorf("%s = %#x, QEMU %#x", name, g, w)
+		}
+	}
+	if d.Truth == nil || d.Truth.Source != "emulator-shadow-stack" {
+		t.Fatalf("truth %+v", d.Truth)
+	}
+	if got, want := truthFunctions(d.Truth), truthFunctions(q.Truth); !slices.Equal(got, want) {
+		t.Errorf("truth %v\nQEMU  %v", got, want)
+	}
+	if f := d.Truth.Frames[1]; f.Kind != "exception" || f.PC != 0xFFFFFFF9 {
+		t.Errorf("exception pseudo-frame %+v, want EXC_RETURN 0xfffffff9", f)
+	}
+	// Small dump: the used RAM plus the SCB block, not a whole SRAM.
+	var ram, scb bool
+	for _, r := range d.Memory {
+		switch {
+		case r.Addr == 0xE000ED00 && len(r.Data) == 0x40:
+			scb = true
+		case r.Addr >= 0x20000000 && r.Addr < 0x20004000:
+			ram = true
+			if r.End() != 0x20004000 {
+				t.Errorf("RAM region [%#x, %#x) does not reach the stack top", r.Addr, r.End())
+			}
+		}
+	}
+	if !ram || !scb {
+		t.Errorf("memory regions: ram %v scb %v", ram, scb)
+	}
+
+	stdout, stderr, code = run(t, "", "analyze", "--elf", elf, out)
+	if code != 0 {
+		t.Fatalf("analyze: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"null_store", "deep5_mixed", "scenario_null_write_deep", "DACCVIOL"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("analyze output lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+func TestEmulateIRQAndPSP(t *testing.T) {
+	skipWithoutEmulator(t)
+	elf := filepath.Join(repo, "firmware-samples/build/clang-m4f-O2.elf")
+	for _, sc := range []struct {
+		n     string
+		fix   string
+		lr    uint32
+		first string
+	}{
+		{"5", "irq_crash", 0xFFFFFFF1, "irq_touch_device"},
+		{"6", "psp_thread", 0xFFFFFFFD, "psp_store"},
+		{"7", "fpu_crash", 0xFFFFFFE9, "fpu_store"},
+	} {
+		out := filepath.Join(t.TempDir(), sc.fix+".json")
+		stdout, stderr, code := run(t, "", "emulate", "--elf", elf, "-o", out, "--set", "crash_scenario="+sc.n)
+		if code != 0 {
+			t.Fatalf("%s: exit %d\n%s\n%s", sc.fix, code, stdout, stderr)
+		}
+		d, err := crashdump.Load(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := crashdump.Load(filepath.Join(repo, "fixtures/qemu/clang-m4f-O2-"+sc.fix+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lr, _ := d.Regs.Get(14); lr != sc.lr {
+			t.Errorf("%s: lr %#x, want %#x", sc.fix, lr, sc.lr)
+		}
+		if got, want := truthFunctions(d.Truth), truthFunctions(q.Truth); !slices.Equal(got, want) {
+			t.Errorf("%s: truth %v\nQEMU %v", sc.fix, got, want)
+		}
+		stdout, _, code = run(t, "", "analyze", "--elf", elf, out)
+		if code != 0 || !strings.Contains(stdout, sc.first) {
+			t.Errorf("%s: analyze exit %d:\n%s", sc.fix, code, stdout)
+		}
+	}
+}
+
+func TestEmulateNoFault(t *testing.T) {
+	skipWithoutEmulator(t)
+	elf := filepath.Join(repo, "firmware-samples/build/gcc-m3-O2.elf")
+	out := filepath.Join(t.TempDir(), "none.json")
+	// Scenario 99 makes main idle in a loop.
+	_, stderr, code := run(t, "", "emulate", "--elf", elf, "-o", out, "--set", "crash_scenario=99", "--max-insns", "200000")
+	if code != ExitNoFault || !strings.Contains(stderr, "did not fault") || !strings.Contains(stderr, "instruction limit") {
+		t.Errorf("exit %d, stderr %q; want 3 and a clear message", code, stderr)
+	}
+	_, stderr, code = run(t, "", "emulate", "--elf", elf, "-o", out, "--set", "crash_scenario=99", "--timeout", "200ms")
+	if code != ExitNoFault || !strings.Contains(stderr, "timeout") {
+		t.Errorf("timeout: exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestEmulateUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"emulate", "-o", "x.json"},
+		{"emulate", "--elf", "x.elf"},
+		{"emulate", "--elf", "x.elf", "-o", "x.json", "--cpu", "cortex-a9"},
+		{"emulate", "--elf", "x.elf", "-o", "x.json", "--set", "novalue"},
+		{"emulate", "--elf", "x.elf", "-o", "x.json", "--set", "x=zz"},
+		{"emulate", "--elf", "x.elf", "-o", "x.json", "--irq", "16"},
+		{"emulate", "--elf", "x.elf", "-o", "x.json", "--irq", "3@100"},
+		{"emulate", "--elf", "x.elf", "-o", "x.json", "--map", "0x30000000"},
+		{"emulate", "--elf", "x.elf", "-o", "x.json", "--map", "0x30000000:4096:wx"},
+		{"emulate", "--elf", "x.elf", "-o", "x.json", "--timeout", "-1s"},
+	} {
+		if _, stderr, code := run(t, "", args...); code != ExitUsage {
+			t.Errorf("%v: exit %d (%s), want 2", args, code, stderr)
+		}
+	}
+	for _, cpu := range []string{"m4", "cortex-m4", "m0plus", "cortex-m33"} {
+		f := emulateFlags{elf: "x", out: "y", cpu: cpu, maxInsns: 1, timeout: 1}
+		if _, err := f.config(); err != nil {
+			t.Errorf("--cpu %s: %v", cpu, err)
+		}
+	}
+}

@@ -1,0 +1,155 @@
+package emu
+
+import "github.com/faultline-dev/faultline/emu/uc"
+
+// The MPU model: PMSAv7 on ARMv7-M (ARMv7-M ARM B3.5: MPU_CTRL, MPU_RNR,
+// MPU_RBAR, MPU_RASR with SIZE, SRD, AP and XN) and PMSAv8 on ARMv8-M
+// (ARMv8-M ARM D1.2: MPU_RBAR with AP/XN, MPU_RLAR with LIMIT/EN; MAIR is
+// stored only).
+//
+// How it is enforced: Unicorn maps memory in 1 KiB pages and cannot give a
+// 32-byte region its own permissions, so the MPU is consulted when an
+// access has already failed in Unicorn, and decides which fault it is:
+//
+//   - a data access that Unicorn rejects (a store to read-only flash, an
+//     unmapped address) is a MemManage DACCVIOL with MMFAR when the MPU
+//     denies it, else a BusFault as before. On the sample firmware a NULL
+//     store hits the 32-byte no-access region at 0, which lies in flash:
+//     MemManage, escalated to HardFault (CFSR 0x82, MMFAR 0), as in QEMU.
+//   - an instruction fetch that fails (unmapped, execute-protected, or a
+//     branch with the Thumb bit clear) at an address the MPU makes
+//     execute-never is a MemManage IACCVIOL: the MPU check comes before the
+//     EPSR.T check, which is why QEMU reports IACCVIOL, not INVSTATE, for a
+//     call through a NULL function pointer when address 0 is guarded.
+//
+// Not enforced (yet): accesses that Unicorn allows but the MPU denies,
+// e.g. a NULL *read* from readable flash, a store into a read-only MPU
+// region inside RAM, or executing code inside an XN region that is mapped
+// executable. Doing so needs a memory hook on the regions' pages; see the
+// package report.
+
+type mpuAccess int
+
+const (
+	mpuRead mpuAccess = iota
+	mpuWrite
+	mpuFetch
+)
+
+// MPU_CTRL bits (B3.5.5).
+const (
+	mpuEnable     = 1 << 0
+	mpuHFNMIENA   = 1 << 1
+	mpuPRIVDEFENA = 1 << 2
+)
+
+// privileged reports whether the core runs privileged: Handler mode or
+// CONTROL.nPRIV clear (B1.4.4).
+func (m *machine) privileged() bool {
+	if m.reg(uc.RegXPSR)&0x1ff != 0 {
+		return true
+	}
+	return m.reg(uc.RegCONTROL)&controlPriv == 0
+}
+
+// mpuDenied reports whether the MPU, as the firmware programmed it, denies
+// an access of the given kind at addr for the current privilege and
+// execution priority.
+func (m *machine) mpuDenied(addr uint32, kind mpuAccess) bool {
+	s := &m.scs
+	if m.cpu.v6m || s.MPUCtrl&mpuEnable == 0 {
+		return false
+	}
+	if s.MPUCtrl&mpuHFNMIENA == 0 && m.execPriority() < 0 {
+		return false // the MPU is off in HardFault, NMI and with FAULTMASK
+	}
+	priv := m.privileged()
+	var ap uint32
+	var xn, hit bool
+	if m.cpu.v8m {
+		ap, xn, hit = s.mpuLookupV8(addr)
+		if !hit {
+			return !(priv && s.MPUCtrl&mpuPRIVDEFENA != 0)
+		}
+		if kind == mpuFetch && xn {
+			return true
+		}
+		// AP[2:1]: 00 RW privileged, 01 RW any, 10 RO privileged, 11 RO any.
+		if !priv && ap&1 == 0 {
+			return true
+		}
+		return kind == mpuWrite && ap&2 != 0
+	}
+	ap, xn, hit = s.mpuLookupV7(addr)
+	if !hit {
+		return !(priv && s.MPUCtrl&mpuPRIVDEFENA != 0)
+	}
+	if kind == mpuFetch && xn {
+		return true
+	}
+	// AP (B3.5.9, table B3-15).
+	var r, w bool
+	switch ap {
+	case 0b001:
+		r, w = priv, priv
+	case 0b010:
+		r, w = true, priv
+	case 0b011:
+		r, w = true, true
+	case 0b101:
+		r = priv
+	case 0b110, 0b111:
+		r = true
+	}
+	if kind == mpuWrite {
+		return !w
+	}
+	return !r
+}
+
+// mpuLookupV7 finds the highest-numbered enabled PMSAv7 region that
+// contains addr and whose subregion is not disabled.
+func (s *SCS) mpuLookupV7(addr uint32) (ap uint32, xn, hit bool) {
+	for n := len(s.MPURASR) - 1; n >= 0; n-- {
+		rasr := s.MPURASR[n]
+		if rasr&1 == 0 {
+			continue
+		}
+		sizeField := (rasr >> 1) & 0x1f
+		if sizeField < 4 {
+			continue // UNPREDICTABLE below 32 bytes
+		}
+		size := uint64(1) << (sizeField + 1)
+		base := uint64(s.MPURBAR[n]) &^ (size - 1)
+		a := uint64(addr)
+		if a < base || a >= base+size {
+			continue
+		}
+		if size >= 256 {
+			sub := (a - base) / (size / 8)
+			if rasr>>(8+sub)&1 != 0 {
+				continue // subregion disabled: the next region decides
+			}
+		}
+		return (rasr >> 24) & 7, rasr&(1<<28) != 0, true
+	}
+	return 0, false, false
+}
+
+// mpuLookupV8 finds the PMSAv8 region that contains addr (regions must not
+// overlap; the lowest number is used if they do).
+func (s *SCS) mpuLookupV8(addr uint32) (ap uint32, xn, hit bool) {
+	for n := range s.MPURASR {
+		rlar := s.MPURASR[n]
+		if rlar&1 == 0 {
+			continue
+		}
+		base := s.MPURBAR[n] &^ 0x1f
+		limit := rlar | 0x1f
+		if addr >= base && addr <= limit {
+			rbar := s.MPURBAR[n]
+			return (rbar >> 1) & 3, rbar&1 != 0, true
+		}
+	}
+	return 0, false, false
+}
