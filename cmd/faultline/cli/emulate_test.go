@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/faultline-dev/faultline/cmd/faultline/analysis"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/emu/uc"
 )
@@ -171,5 +174,61 @@ func TestEmulateUsage(t *testing.T) {
 		if _, err := f.config(); err != nil {
 			t.Errorf("--cpu %s: %v", cpu, err)
 		}
+	}
+}
+
+// scenarioNumbers are the sample firmware's crash_scenario values
+// (firmware-samples/README.md).
+var scenarioNumbers = map[string]int{
+	"null_write_deep": 1, "null_fnptr": 2, "udf": 3, "div0": 4,
+	"irq_crash": 5, "psp_thread": 6, "fpu_crash": 7,
+}
+
+// TestEmulatedAnalysisEqualsOracle: for every QEMU+GDB fixture, run the
+// same ELF and scenario in the emulator and check that `analyze` on the
+// emulator's dump gives the same report as on the QEMU fixture: the same
+// fault (exception, causes, address) and the same frames (pc, function,
+// file:line, kind, method, confidence, sp) and stop reason. Only the dump
+// path differs.
+func TestEmulatedAnalysisEqualsOracle(t *testing.T) {
+	skipWithoutEmulator(t)
+	dir := t.TempDir()
+	for _, fx := range oracleFixtures(t) {
+		base := strings.TrimSuffix(filepath.Base(fx), ".json")
+		i := strings.LastIndex(base, "-")
+		n, ok := scenarioNumbers[base[i+1:]]
+		if !ok {
+			t.Errorf("%s: unknown scenario", base)
+			continue
+		}
+		t.Run(base, func(t *testing.T) {
+			elf := fixtureELF(t, fx)
+			out := filepath.Join(dir, base+".json")
+			if _, errs, code := run(t, "", "emulate", "--elf", elf, "-o", out, "--set", fmt.Sprintf("crash_scenario=%d", n)); code != 0 {
+				t.Fatalf("emulate: exit %d: %s", code, errs)
+			}
+			analyze := func(dump string) analysis.Report {
+				stdout, errs, code := run(t, "", "analyze", "--format", "json", "--elf", elf, dump)
+				if code != 0 {
+					t.Fatalf("analyze %s: exit %d: %s", dump, code, errs)
+				}
+				var r analysis.Report
+				if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+					t.Fatal(err)
+				}
+				return r
+			}
+			emu, qemu := analyze(out), analyze(fx)
+			fj := func(v any) string { b, _ := json.Marshal(v); return string(b) }
+			if a, b := fj(emu.Fault), fj(qemu.Fault); a != b {
+				t.Errorf("fault differs:\nemulator %s\nQEMU     %s", a, b)
+			}
+			if a, b := fj(emu.Frames), fj(qemu.Frames); a != b {
+				t.Errorf("frames differ:\nemulator %s\nQEMU     %s", a, b)
+			}
+			if emu.Stop != qemu.Stop {
+				t.Errorf("stop: emulator %q, QEMU %q", emu.Stop, qemu.Stop)
+			}
+		})
 	}
 }
