@@ -41,7 +41,7 @@ const FormatNative = "faultline.dump/1"
 // fault.
 type Dump struct {
 	Path   string              // the file it was read from, for messages
-	Format string              // "faultline.dump/1" (later "crashcatcher", "zephyr", "memfault", ...)
+	Format string              // FormatNative, FormatCrashCatcher, FormatZephyr, FormatMemfault, FormatRaw, ...
 	CPU    string              // "cortex-m4", ...; "" if the dump does not say
 	Regs   unwinders.Registers // registers the dump does not hold are unknown
 	// Fault holds the SCB fault registers: those the memory regions hold at
@@ -53,6 +53,11 @@ type Dump struct {
 	// manifest gives it, or "hex@0x20000000" for inline hex.
 	Memory []unwinders.Region
 	Truth  *Truth // the true call stack, nil if the dump has none
+	// Warnings say what an importer noticed that does not stop the dump
+	// from being used: a CrashCatcher stack-overflow trailer, registers a
+	// Zephyr dump did not collect, bytes after a Memfault dump's end.
+	// The native format does not store them.
+	Warnings []string
 }
 
 // Truth is the ground-truth call stack of an emulated crash (the emulator's
@@ -101,9 +106,18 @@ type Format struct {
 
 // Formats returns the formats Detect tries, in order: more specific
 // formats come first. It returns a new slice on each call.
+//
+// Binary formats with a magic number come first, then the native JSON
+// manifest (it starts with '{'), then the text forms, which are found
+// inside arbitrary console logs.
 func Formats() []Format {
 	return []Format{
+		{Name: FormatCrashCatcher, Match: matchCrashCatcher, Parse: parseCrashCatcher},
+		{Name: FormatZephyr, Match: matchZephyr, Parse: parseZephyr},
+		{Name: FormatMemfault, Match: matchMemfault, Parse: parseMemfault},
 		{Name: FormatNative, Match: matchNative, Parse: parseNative},
+		{Name: FormatCrashCatcherHex, Match: matchCrashCatcherHex, Parse: parseCrashCatcherHex},
+		{Name: FormatZephyrLog, Match: matchZephyrLog, Parse: parseZephyrLog},
 	}
 }
 
@@ -134,7 +148,7 @@ func Parse(data []byte, name string, readFile func(rel string) ([]byte, error)) 
 	if !ok {
 		n := min(len(data), 8)
 		return nil, &FormatError{File: name, Offset: -1, Err: ErrUnknownFormat,
-			Msg: fmt.Sprintf("unknown dump format (starts with % x): want a %s JSON manifest", data[:n], FormatNative)}
+			Msg: fmt.Sprintf("unknown dump format (starts with % x): want a %s JSON manifest, a CrashCatcher dump (binary or hex), a Zephyr coredump (binary or #CD: log) or a Memfault CORE dump", data[:n], FormatNative)}
 	}
 	return f.Parse(data, name, readFile)
 }

@@ -432,14 +432,26 @@ func TestDetect(t *testing.T) {
 	if f, ok := Detect([]byte(" \n{")); !ok || f.Name != FormatNative {
 		t.Errorf("Detect(JSON object) = %q, %v", f.Name, ok)
 	}
-	for _, b := range []string{"", "  ", "cC\x03\x00", "ZE", "CORE", "[]"} {
+	for _, b := range []string{"", "  ", "[]", "cat", "ZEBRA", "COR"} {
 		if f, ok := Detect([]byte(b)); ok {
 			t.Errorf("Detect(%q) = %q", b, f.Name)
 		}
 	}
+	for b, want := range map[string]string{
+		"cC\x03\x00":                  FormatCrashCatcher,
+		"ZE\x02\x00":                  FormatZephyr,
+		"CORE":                        FormatMemfault,
+		"log\r\n6343030001000000\r\n": FormatCrashCatcherHex,
+		"[00:00:01] #CD:BEGIN#\n":     FormatZephyrLog,
+	} {
+		if f, ok := Detect([]byte(b)); !ok || f.Name != want {
+			t.Errorf("Detect(%q) = %q, %v; want %q", b, f.Name, ok, want)
+		}
+	}
 	a, b := Formats(), Formats()
+	first := b[0].Name
 	a[0].Name = "changed"
-	if b[0].Name != FormatNative || Formats()[0].Name != FormatNative {
+	if b[0].Name != first || Formats()[0].Name != first {
 		t.Error("Formats shares its slice between calls")
 	}
 }
