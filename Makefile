@@ -53,7 +53,6 @@ clean:
 	rm -rf bin
 
 # Refresh the per-build accuracy table of every strategy against the QEMU
-# oracle (fixtures/accuracy.md, quoted in README.md).
+# oracle (fixtures/accuracy.md, and the copy in README.md).
 accuracy:
 	$(GO) test ./cmd/faultline/cli -run 'TestAccuracyTable' -count=1 -update
-	@awk 'FNR==NR { t = t $$0 "\n"; next } /<!-- accuracy:begin -->/ { print; printf "%s", t; skip=1; next } /<!-- accuracy:end -->/ { skip=0 } !skip' fixtures/accuracy.md README.md > README.md.tmp && mv README.md.tmp README.md

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/faultline-dev/faultline/unwinders"
+	"github.com/faultline-dev/faultline/unwinders/cfi"
 	"github.com/faultline-dev/faultline/unwinders/exidx"
 	"github.com/faultline-dev/faultline/unwinders/framepointer"
 	"github.com/faultline-dev/faultline/unwinders/prologue"
@@ -27,7 +28,7 @@ type Strategy struct {
 func Strategies() []Strategy {
 	return []Strategy{
 		{Name: "auto", Available: true, Chain: autoChain},
-		{Name: "cfi"},
+		{Name: "cfi", Available: true, Chain: single(func() unwinders.Unwinder { return cfi.New() })},
 		{Name: "exidx", Available: true, Chain: single(func() unwinders.Unwinder { return &exidx.Unwinder{} })},
 		{Name: "prologue", Available: true, Chain: single(func() unwinders.Unwinder { return prologue.New() })},
 		{Name: "framepointer", Available: true, Chain: single(func() unwinders.Unwinder { return framepointer.New() })},
@@ -40,6 +41,7 @@ func Strategies() []Strategy {
 // prologue, framepointer, stackscan; the LR step closes the chain.
 func autoChain() []unwinders.Unwinder {
 	return []unwinders.Unwinder{
+		cfi.New(),
 		&exidx.Unwinder{},
 		unwinders.LinkRegister{},
 		prologue.New(),

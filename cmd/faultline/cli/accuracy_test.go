@@ -139,11 +139,23 @@ func TestAccuracyTable(t *testing.T) {
 	if string(want) != table {
 		t.Errorf("accuracy table changed (run make accuracy and review):\n%s", table)
 	}
-	readme, err := os.ReadFile(filepath.Join(repo, "README.md"))
+	readmePath := filepath.Join(repo, "README.md")
+	readme, err := os.ReadFile(readmePath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(readme), "<!-- accuracy:begin -->\n"+string(want)+"<!-- accuracy:end -->") {
+	const begin, end = "<!-- accuracy:begin -->\n", "<!-- accuracy:end -->"
+	if *update {
+		i, j := strings.Index(string(readme), begin), strings.Index(string(readme), end)
+		if i < 0 || j < i {
+			t.Fatalf("README.md lacks the %q ... %q markers", begin, end)
+		}
+		readme = []byte(string(readme[:i+len(begin)]) + table + string(readme[j:]))
+		if err := os.WriteFile(readmePath, readme, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !strings.Contains(string(readme), begin+string(want)+end) {
 		t.Errorf("README.md does not quote fixtures/accuracy.md (run make accuracy)")
 	}
 	t.Logf("\n%s", table)
