@@ -9,7 +9,7 @@ set -euo pipefail
 pkgs=(libunicorn-dev pkg-config gcc)
 if [[ "${1:-}" == "--toolchain" ]]; then
 	pkgs+=(gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib
-		binutils-arm-none-eabi clang lld llvm qemu-system-arm gdb-multiarch)
+		binutils-arm-none-eabi clang lld llvm qemu-system-arm gdb-multiarch chromium)
 fi
 
 missing=()

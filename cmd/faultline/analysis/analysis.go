@@ -89,6 +89,13 @@ func Analyze(elf *elfsym.File, d *crashdump.Dump, opt Options) (*Report, error) 
 	if err != nil {
 		return nil, err
 	}
+	return analyze(elf, d, name, strat.Chain(), opt.MaxFrames)
+}
+
+// analyze is Analyze with the strategy's chain already built, so that an
+// Analyzer can share one chain (and the tables its unwinders cache) between
+// many dumps.
+func analyze(elf *elfsym.File, d *crashdump.Dump, name string, chain []unwinders.Unwinder, maxFrames int) (*Report, error) {
 	t, warnings, err := NewTarget(elf, d)
 	if err != nil {
 		return nil, err
@@ -100,7 +107,7 @@ func Analyze(elf *elfsym.File, d *crashdump.Dump, opt Options) (*Report, error) 
 	if elf != nil {
 		r.ELF = filepath.Base(elf.Name())
 	}
-	res := unwinders.Walk(t, d.Regs, strat.Chain(), unwinders.Options{MaxFrames: opt.MaxFrames})
+	res := unwinders.Walk(t, d.Regs, chain, unwinders.Options{MaxFrames: maxFrames})
 	r.Walk = res
 	r.Stop = res.Stop.String()
 

@@ -2,7 +2,9 @@ package cli
 
 import (
 	"encoding/json"
-	"fmt"
+	"errors"
+	"path/filepath"
+	"runtime"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -76,11 +78,20 @@ func newAnalyze() *cobra.Command {
 	var (
 		c   commonFlags
 		raw rawFlags
+		bf  batchFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "analyze --elf FW.elf DUMP...",
+		Use:   "analyze --elf FW.elf DUMP|DIR|GLOB...",
 		Short: "Decode crash dumps: the fault explained and a symbolized backtrace",
-		Args:  args(cobra.MinimumNArgs(1)),
+		Long: `Decode crash dumps: the fault explained and a symbolized backtrace.
+
+Each argument is a dump file, a directory (searched recursively for dumps)
+or a quoted glob pattern (*, ?, [...], ** for any depth) that faultline
+expands itself. Dumps are decoded in parallel (--jobs), the ELF indexed
+once; output comes in input order (the matches of a directory or pattern
+sorted by path). A dump that cannot be decoded is reported on stderr and
+the others go on; the exit status is then 1.`,
+		Args: args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, dumps []string) error {
 			if err := c.check(); err != nil {
 				return err
@@ -92,65 +103,168 @@ func newAnalyze() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			elf, err := elfsym.Open(c.elf)
-			if err != nil {
+			if err := bf.check(c.format); err != nil {
 				return err
 			}
-			defer elf.Close()
-			var reports []*analysis.Report
-			failed := 0
-			fail := func(err error) {
-				failed++
-				fmt.Fprintf(cmd.ErrOrStderr(), "faultline: %v\n", err)
-			}
-			for _, d := range raw.loadDumps(dumps, opt, fail) {
-				r, err := analysis.Analyze(elf, d, analysis.Options{Unwinder: c.unwinder, MaxFrames: c.maxFrames})
-				if err != nil {
-					fail(err)
-					continue
-				}
-				// What the importer noticed comes first.
-				r.Warnings = append(append([]string{}, d.Warnings...), r.Warnings...)
-				reports = append(reports, r)
-			}
-			nDumps := len(dumps)
-			if raw.regs != "" {
-				nDumps = 1 // the images and the registers form one dump
-			}
-			out := cmd.OutOrStdout()
-			switch c.format {
-			case "json":
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				var v any = reports
-				if nDumps == 1 && len(reports) == 1 {
-					v = reports[0]
-				}
-				if len(reports) > 0 || nDumps > 1 {
-					if reports == nil {
-						v = []*analysis.Report{}
-					}
-					if err := enc.Encode(v); err != nil {
-						return err
-					}
-				}
-			default:
-				for i, r := range reports {
-					if i > 0 {
-						fmt.Fprintln(out)
-					}
-					if err := r.WriteText(out); err != nil {
-						return err
-					}
-				}
-			}
-			if failed > 0 {
-				return silentError{ExitInput}
-			}
-			return nil
+			return runAnalyze(cmd, &c, &raw, &bf, opt, dumps)
 		},
 	}
-	c.register(cmd, "text", "json")
+	c.register(cmd, "text", "json", "jsonl", "html")
 	raw.register(cmd)
+	bf.register(cmd)
 	return cmd
+}
+
+// batchFlags are analyze's flags for many dumps and for the HTML report.
+type batchFlags struct {
+	jobs      int
+	summary   bool
+	output    string
+	sourceDir string
+}
+
+func (b *batchFlags) register(cmd *cobra.Command) {
+	cmd.Flags().IntVarP(&b.jobs, "jobs", "j", runtime.GOMAXPROCS(0), "dumps decoded in parallel")
+	cmd.Flags().BoolVar(&b.summary, "summary", false, "print crash buckets (same exception, causes, faulting function and callers) instead of one report per dump; --format text or json (faultline.summary/1)")
+	cmd.Flags().StringVarP(&b.output, "output", "o", "", "--format html: write one page per dump and an index.html into this directory (without it, one dump's page goes to stdout)")
+	cmd.Flags().StringVar(&b.sourceDir, "source-dir", "", "--format html: look for the source files the ELF names here first (else next to the ELF and its parent directories)")
+}
+
+func (b *batchFlags) check(format string) error {
+	if b.jobs < 1 || b.jobs > 1024 {
+		return usagef("--jobs %d: want 1..1024", b.jobs)
+	}
+	if b.summary && format != "text" && format != "json" {
+		return usagef("--summary prints text or json (faultline.summary/1), not %s", format)
+	}
+	if b.output != "" && format != "html" {
+		return usagef("--output only applies to --format html")
+	}
+	if b.sourceDir != "" && format != "html" {
+		return usagef("--source-dir only applies to --format html")
+	}
+	return nil
+}
+
+// runAnalyze is analyze's body: expand the arguments, decode the dumps in
+// parallel and print each result in input order, or the summary.
+func runAnalyze(cmd *cobra.Command, c *commonFlags, raw *rawFlags, bf *batchFlags, opt crashdump.CombineOptions, args []string) error {
+	stderr := cmd.ErrOrStderr()
+	var (
+		jobs     []batchJob
+		problems []inputError
+		multi    bool
+	)
+	if raw.regs != "" {
+		// The images and the registers form one dump.
+		jobs = []batchJob{{name: raw.regs, load: func() (*crashdump.Dump, error) { return crashdump.Combine(raw.regs, args, opt) }}}
+	} else {
+		in := expandInputs(args)
+		problems = in.problems
+		multi = in.batch || len(args) > 1
+		for _, p := range in.paths {
+			jobs = append(jobs, batchJob{name: p, load: func() (*crashdump.Dump, error) {
+				d, err := crashdump.Load(p)
+				if err == nil && opt.CPU != "" {
+					d.CPU = opt.CPU
+				}
+				return d, err
+			}})
+		}
+	}
+	for _, e := range problems {
+		var ue usageError
+		if errors.As(e.err, &ue) {
+			return e.err
+		}
+	}
+	if c.format == "html" && multi && bf.output == "" && !bf.summary {
+		return usagef("--format html with several dumps needs -o DIR (one page per dump)")
+	}
+	elf, err := elfsym.Open(c.elf)
+	if err != nil {
+		return err
+	}
+	defer elf.Close()
+	an, err := analysis.NewAnalyzer(elf, analysis.Options{Unwinder: c.unwinder, MaxFrames: c.maxFrames})
+	if err != nil {
+		return usageError{err}
+	}
+
+	var prog *progress
+	if len(jobs) > 1 && isTerminal(stderr) {
+		prog = newProgress(stderr, len(jobs))
+	}
+	failed := 0
+	var sum *analysis.Summarizer
+	if bf.summary {
+		sum = analysis.NewSummarizer(filepath.Base(elf.Name()), c.unwinder, "path")
+	}
+	for _, e := range problems {
+		failed++
+		prog.printf(stderr, "faultline: %v\n", e)
+		if sum != nil {
+			sum.AddError(e.arg, e.err)
+		}
+	}
+	out := cmd.OutOrStdout()
+	w := newReportWriter(out, c.format, multi, bf, elf, c.elf)
+	if bf.summary {
+		w = nil
+	}
+	if w != nil {
+		if err := w.begin(jobs); err != nil {
+			return err
+		}
+	}
+	var tick func()
+	if prog != nil {
+		tick = prog.tick
+	}
+	err = runBatch(an, jobs, bf.jobs, tick, func(r batchResult) error {
+		if r.err != nil {
+			failed++
+			if prog != nil {
+				prog.failed.Add(1)
+			}
+			prog.printf(stderr, "faultline: %v\n", r.err)
+			if sum != nil {
+				sum.AddError(r.job.name, r.err)
+			}
+			if w != nil {
+				w.failed(r)
+			}
+			return nil
+		}
+		if sum != nil {
+			sum.Add(r.report)
+			return nil
+		}
+		return w.report(r)
+	})
+	prog.finish()
+	if err != nil {
+		return err
+	}
+	switch {
+	case sum != nil:
+		s := sum.Summary()
+		if c.format == "json" {
+			enc := json.NewEncoder(out)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(s); err != nil {
+				return err
+			}
+		} else if err := s.WriteText(out); err != nil {
+			return err
+		}
+	case w != nil:
+		if err := w.end(); err != nil {
+			return err
+		}
+	}
+	if failed > 0 {
+		return silentError{ExitInput}
+	}
+	return nil
 }

@@ -1,0 +1,206 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/faultline-dev/faultline/cmd/faultline/analysis"
+	"github.com/faultline-dev/faultline/crashdump"
+)
+
+// The batch pipeline: dumps are loaded and analysed by a pool of workers
+// sharing one Analyzer (one ELF index, one set of unwind tables), and the
+// results come out in input order, so the output does not depend on the
+// number of workers or on timing.
+
+// batchJob loads one input.
+type batchJob struct {
+	name string // the input as given, for messages and the summary
+	load func() (*crashdump.Dump, error)
+}
+
+// batchResult is one input's outcome.
+type batchResult struct {
+	job    batchJob
+	dump   *crashdump.Dump
+	report *analysis.Report
+	err    error
+}
+
+// runBatch analyses the jobs with workers goroutines and calls emit for
+// each result in job order, from the calling goroutine. done is called
+// (from any goroutine) as each job finishes, for progress. At most a
+// window of results waits for emission, so memory stays bounded however
+// many dumps there are.
+func runBatch(a *analysis.Analyzer, jobs []batchJob, workers int, done func(), emit func(batchResult) error) error {
+	if workers < 1 {
+		workers = 1
+	}
+	workers = min(workers, max(len(jobs), 1))
+	window := 4 * workers
+	slots := make([]chan batchResult, len(jobs))
+	for i := range slots {
+		slots[i] = make(chan batchResult, 1)
+	}
+	todo := make(chan int)
+	tokens := make(chan struct{}, window)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range todo {
+				slots[i] <- analyzeOne(a, jobs[i])
+				if done != nil {
+					done()
+				}
+			}
+		}()
+	}
+	go func() {
+		defer close(todo)
+		for i := range jobs {
+			select {
+			case tokens <- struct{}{}:
+			case <-stop:
+				return
+			}
+			select {
+			case todo <- i:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	var err error
+	for i := range jobs {
+		r := <-slots[i]
+		<-tokens
+		if err = emit(r); err != nil {
+			break
+		}
+	}
+	close(stop)
+	wg.Wait()
+	return err
+}
+
+func analyzeOne(a *analysis.Analyzer, j batchJob) batchResult {
+	res := batchResult{job: j}
+	d, err := j.load()
+	if err != nil {
+		res.err = err
+		return res
+	}
+	res.dump = d
+	r, err := a.Analyze(d)
+	if err != nil {
+		res.err = err
+		return res
+	}
+	// What the importer noticed comes first.
+	r.Warnings = append(append([]string{}, d.Warnings...), r.Warnings...)
+	res.report = r
+	return res
+}
+
+// isTerminal reports whether w is a terminal (a character device), using
+// only the standard library.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// progress draws a one-line progress bar on a terminal and keeps the
+// error messages printed meanwhile readable. Its methods are safe for
+// concurrent use; a nil *progress prints messages only.
+type progress struct {
+	mu      sync.Mutex
+	w       io.Writer
+	total   int
+	done    atomic.Int64
+	failed  atomic.Int64
+	start   time.Time
+	drawn   bool
+	stop    chan struct{}
+	stopped chan struct{}
+}
+
+func newProgress(w io.Writer, total int) *progress {
+	p := &progress{w: w, total: total, start: time.Now(), stop: make(chan struct{}), stopped: make(chan struct{})}
+	go func() {
+		defer close(p.stopped)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.stop:
+				return
+			case <-t.C:
+				p.mu.Lock()
+				p.draw()
+				p.mu.Unlock()
+			}
+		}
+	}()
+	return p
+}
+
+func (p *progress) tick() {
+	if p != nil {
+		p.done.Add(1)
+	}
+}
+
+// draw writes the bar; p.mu is held.
+func (p *progress) draw() {
+	n := int(p.done.Load())
+	const width = 30
+	fill := width * n / max(p.total, 1)
+	rate := float64(n) / max(time.Since(p.start).Seconds(), 1e-3)
+	msg := fmt.Sprintf("\r\x1b[K[%s%s] %d/%d dumps  %.0f/s", strings.Repeat("=", fill), strings.Repeat(" ", width-fill), n, p.total, rate)
+	if f := p.failed.Load(); f > 0 {
+		msg += fmt.Sprintf("  %d failed", f)
+	}
+	io.WriteString(p.w, msg)
+	p.drawn = true
+}
+
+// printf writes a message line, above the bar.
+func (p *progress) printf(w io.Writer, format string, args ...any) {
+	if p == nil {
+		fmt.Fprintf(w, format, args...)
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.drawn {
+		io.WriteString(p.w, "\r\x1b[K")
+		p.drawn = false
+	}
+	fmt.Fprintf(w, format, args...)
+}
+
+// finish erases the bar.
+func (p *progress) finish() {
+	if p == nil {
+		return
+	}
+	close(p.stop)
+	<-p.stopped
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.drawn {
+		io.WriteString(p.w, "\r\x1b[K")
+	}
+}

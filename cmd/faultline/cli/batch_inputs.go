@@ -1,0 +1,317 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/faultline-dev/faultline/crashdump"
+)
+
+// Expanding analyze's arguments into dump files.
+//
+// An argument that names a file is that dump, whatever it holds (an error
+// later if it is not a dump). A directory is searched recursively, and a
+// glob pattern (*, ?, [...] and ** for any number of directories) is
+// expanded here, not by the shell, so that quoting works the same on every
+// shell and platform. In a directory or among a glob's matches:
+//   - *.json files are dump manifests, except JSON whose "schema" names
+//     something else (an analysis saved next to the dumps);
+//   - other files are dumps when their content is one of the formats
+//     crashdump detects (CrashCatcher, Zephyr, Memfault, ...);
+//   - files a manifest of the same search references as a memory region
+//     ("memory": [{"file": "ram.bin"}]) are not dumps themselves;
+//   - names starting with "." are skipped (.git, editor files).
+//
+// The matches of each directory or pattern are sorted by path; explicit
+// files keep their place on the command line; a file a directory or a
+// pattern finds again is not decoded twice.
+
+// inputError is an argument that gave no dump.
+type inputError struct {
+	arg string
+	err error
+}
+
+func (e inputError) Error() string { return e.err.Error() }
+func (e inputError) Unwrap() error { return e.err }
+
+// hasGlobMeta reports whether s is a pattern rather than a name.
+func hasGlobMeta(s string) bool { return strings.ContainsAny(s, "*?[") }
+
+// inputSet is the expanded list of dump paths.
+type inputSet struct {
+	paths    []string
+	seen     map[string]bool
+	problems []inputError // arguments that matched nothing or could not be read
+	batch    bool         // a directory or a pattern was given
+}
+
+// expandInputs expands analyze's arguments.
+func expandInputs(args []string) *inputSet {
+	s := &inputSet{seen: map[string]bool{}}
+	for _, a := range args {
+		st, err := os.Stat(a)
+		switch {
+		case err == nil && st.IsDir():
+			s.batch = true
+			files, err := walkDir(a)
+			if err != nil {
+				s.problems = append(s.problems, inputError{a, err})
+			}
+			s.addCandidates(files, a)
+		case err == nil || !hasGlobMeta(a):
+			// A file, or a name that does not exist: Load says what is wrong.
+			s.add(a)
+		default:
+			s.batch = true
+			files, err := expandGlob(a)
+			if err != nil {
+				s.problems = append(s.problems, inputError{a, err})
+				continue
+			}
+			s.addCandidates(files, a)
+		}
+	}
+	return s
+}
+
+// add adds an explicit file: always, even twice, as analyze always did.
+func (s *inputSet) add(p string) {
+	s.seen[filepath.Clean(p)] = true
+	s.paths = append(s.paths, p)
+}
+
+// addCandidates keeps the files that are dumps (see above), sorted.
+func (s *inputSet) addCandidates(files []string, arg string) {
+	slices.Sort(files)
+	referenced := map[string]bool{}
+	var manifests, others []string
+	for _, f := range files {
+		if strings.EqualFold(filepath.Ext(f), ".json") {
+			m, ok := readManifestRefs(f)
+			if !ok {
+				continue // another tool's JSON
+			}
+			for _, r := range m {
+				referenced[r] = true
+			}
+			manifests = append(manifests, f)
+		} else {
+			others = append(others, f)
+		}
+	}
+	var keep []string
+	keep = append(keep, manifests...)
+	for _, f := range others {
+		if referenced[filepath.Clean(f)] || !detectDump(f) {
+			continue
+		}
+		keep = append(keep, f)
+	}
+	slices.Sort(keep)
+	if len(keep) == 0 {
+		s.problems = append(s.problems, inputError{arg, fmt.Errorf("%s: no crash dump found", arg)})
+	}
+	for _, f := range keep {
+		if key := filepath.Clean(f); !s.seen[key] {
+			s.seen[key] = true
+			s.paths = append(s.paths, f)
+		}
+	}
+}
+
+// readManifestRefs returns the cleaned paths of the region files a JSON
+// manifest references, and false when the file is JSON of another schema.
+// A file that does not parse is kept (ok): loading it says what is wrong.
+func readManifestRefs(p string) ([]string, bool) {
+	data, err := readSmall(p, crashdump.MaxManifestSize)
+	if err != nil {
+		return nil, true
+	}
+	var m struct {
+		Schema *string `json:"schema"`
+		Memory []struct {
+			File string `json:"file"`
+		} `json:"memory"`
+	}
+	if json.Unmarshal(data, &m) != nil {
+		return nil, true
+	}
+	if m.Schema != nil && *m.Schema != crashdump.FormatNative {
+		return nil, false
+	}
+	var refs []string
+	for _, r := range m.Memory {
+		if r.File != "" {
+			refs = append(refs, filepath.Join(filepath.Dir(p), filepath.FromSlash(r.File)))
+		}
+	}
+	return refs, true
+}
+
+// detectDump reports whether a file that is not a manifest holds a dump
+// format crashdump recognises.
+func detectDump(p string) bool {
+	data, err := readSmall(p, crashdump.MaxManifestSize)
+	if err != nil || len(data) == 0 {
+		return false
+	}
+	f, ok := crashdump.Detect(data)
+	return ok && f.Name != crashdump.FormatNative
+}
+
+// readSmall reads a regular file of at most limit bytes.
+func readSmall(p string, limit int64) ([]byte, error) {
+	st, err := os.Stat(p)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() || st.Size() > limit {
+		return nil, fmt.Errorf("%s: not a regular file of at most %d bytes", p, limit)
+	}
+	return os.ReadFile(p)
+}
+
+// walkDir lists the regular files under dir, skipping dot names.
+func walkDir(dir string) ([]string, error) {
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p != dir && strings.HasPrefix(e.Name(), ".") {
+			if e.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if e.Type().IsRegular() {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return files, fmt.Errorf("%s: %w", dir, err)
+	}
+	return files, nil
+}
+
+// expandGlob expands a pattern with *, ?, [...] inside a path element and
+// ** for zero or more directories (slash-separated; on Windows the
+// separator is accepted too). A directory that matches is searched
+// recursively. Names starting with "." match only a pattern element that
+// starts with ".".
+func expandGlob(pattern string) ([]string, error) {
+	pat := filepath.ToSlash(pattern)
+	for _, el := range strings.Split(pat, "/") {
+		if _, err := path.Match(el, ""); err != nil && el != "**" {
+			return nil, usagef("%s: bad pattern: %v", pattern, err)
+		}
+	}
+	// The fixed leading directories are the root of the search.
+	elems := strings.Split(pat, "/")
+	i := 0
+	for i < len(elems)-1 && !hasGlobMeta(elems[i]) {
+		i++
+	}
+	root := strings.Join(elems[:i], "/")
+	switch {
+	case root == "" && strings.HasPrefix(pat, "/"):
+		root = "/"
+	case root == "":
+		root = "."
+	}
+	rest := elems[i:]
+	var out []string
+	err := filepath.WalkDir(filepath.FromSlash(root), func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			if p == filepath.FromSlash(root) {
+				return err
+			}
+			return nil // unreadable subdirectory: skip it
+		}
+		rel, rerr := filepath.Rel(filepath.FromSlash(root), p)
+		if rerr != nil || rel == "." {
+			return nil
+		}
+		parts := strings.Split(filepath.ToSlash(rel), "/")
+		if matchElems(rest, parts) {
+			if e.IsDir() {
+				files, _ := walkDir(p)
+				out = append(out, files...)
+				return filepath.SkipDir
+			}
+			if e.Type().IsRegular() {
+				out = append(out, p)
+			}
+			return nil
+		}
+		if e.IsDir() && !prefixCanMatch(rest, parts) {
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return out, fmt.Errorf("%s: %w", pattern, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no file matches", pattern)
+	}
+	return out, nil
+}
+
+// matchElems matches path elements against pattern elements, "**"
+// matching any number of elements.
+func matchElems(pat, name []string) bool {
+	if len(pat) == 0 {
+		return len(name) == 0
+	}
+	if pat[0] == "**" {
+		for k := 0; k <= len(name); k++ {
+			if k > 0 && strings.HasPrefix(name[k-1], ".") {
+				return false
+			}
+			if matchElems(pat[1:], name[k:]) {
+				return true
+			}
+		}
+		return false
+	}
+	if len(name) == 0 || !matchElem(pat[0], name[0]) {
+		return false
+	}
+	return matchElems(pat[1:], name[1:])
+}
+
+func matchElem(pat, name string) bool {
+	if strings.HasPrefix(name, ".") && !strings.HasPrefix(pat, ".") {
+		return false
+	}
+	ok, _ := path.Match(pat, name)
+	return ok
+}
+
+// prefixCanMatch reports whether a directory whose path elements are dir
+// may hold matches of pat.
+func prefixCanMatch(pat, dir []string) bool {
+	if len(dir) == 0 {
+		return true
+	}
+	if len(pat) == 0 {
+		return false
+	}
+	if pat[0] == "**" {
+		return true
+	}
+	if !matchElem(pat[0], dir[0]) {
+		return false
+	}
+	return prefixCanMatch(pat[1:], dir[1:])
+}

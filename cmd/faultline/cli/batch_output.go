@@ -1,0 +1,171 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/faultline-dev/faultline/cmd/faultline/analysis"
+	"github.com/faultline-dev/faultline/elfsym"
+)
+
+// reportWriter prints analyze's per-dump output as results arrive, in
+// input order.
+type reportWriter struct {
+	w      io.Writer
+	format string
+	multi  bool // a JSON array, pages into a directory
+	n      int  // reports written
+
+	// html
+	dir     string
+	html    analysis.HTMLOptions
+	pages   []string // page file name per job
+	index   []analysis.IndexEntry
+	nextJob int
+}
+
+func newReportWriter(w io.Writer, format string, multi bool, bf *batchFlags, elf *elfsym.File, elfPath string) *reportWriter {
+	rw := &reportWriter{w: w, format: format, multi: multi, dir: bf.output}
+	if format == "html" {
+		rw.html = analysis.HTMLOptions{ELF: elf, SourceDirs: sourceDirs(bf.sourceDir, elfPath)}
+		if v := elf.Info().Vectors; v != nil {
+			rw.html.StackTop = v.InitialSP
+		}
+	}
+	return rw
+}
+
+// sourceDirs are the directories a relative source path is tried against:
+// --source-dir, then the ELF's directory and its two parents (a build
+// directory usually sits below the source tree), then the working
+// directory.
+func sourceDirs(flag, elfPath string) []string {
+	var dirs []string
+	if flag != "" {
+		dirs = append(dirs, flag)
+	}
+	d := filepath.Dir(elfPath)
+	for range 3 {
+		dirs = append(dirs, d)
+		d = filepath.Join(d, "..")
+	}
+	return append(dirs, ".")
+}
+
+func (rw *reportWriter) begin(jobs []batchJob) error {
+	if rw.format != "html" || rw.dir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(rw.dir, 0o755); err != nil {
+		return err
+	}
+	used := map[string]bool{"index": true}
+	for _, j := range jobs {
+		rw.pages = append(rw.pages, pageName(j.name, used))
+	}
+	return nil
+}
+
+// pageName turns a dump path into a unique page file name: the base name
+// without its extension, unsafe characters replaced, "-2", "-3"... on a
+// clash.
+func pageName(dump string, used map[string]bool) string {
+	base := filepath.Base(dump)
+	base = strings.TrimSuffix(base, filepath.Ext(base))
+	base = strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		}
+		return '_'
+	}, base)
+	if base == "" {
+		base = "dump"
+	}
+	name := base
+	for i := 2; used[strings.ToLower(name)]; i++ {
+		name = fmt.Sprintf("%s-%d", base, i)
+	}
+	used[strings.ToLower(name)] = true
+	return name + ".html"
+}
+
+// failed records a dump that could not be decoded.
+func (rw *reportWriter) failed(r batchResult) {
+	if rw.format == "html" && rw.dir != "" {
+		rw.index = append(rw.index, analysis.IndexEntry{Dump: r.job.name, Error: r.err.Error()})
+	}
+	rw.nextJob++
+}
+
+func (rw *reportWriter) report(r batchResult) error {
+	defer func() { rw.nextJob++ }()
+	rep := r.report
+	first := rw.n == 0
+	rw.n++
+	switch rw.format {
+	case "json":
+		if !rw.multi {
+			enc := json.NewEncoder(rw.w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(rep)
+		}
+		b, err := json.MarshalIndent(rep, "  ", "  ")
+		if err != nil {
+			return err
+		}
+		sep := ",\n  "
+		if first {
+			sep = "[\n  "
+		}
+		_, err = io.WriteString(rw.w, sep+string(b))
+		return err
+	case "jsonl":
+		return json.NewEncoder(rw.w).Encode(rep)
+	case "html":
+		if rw.dir == "" {
+			return analysis.WriteHTML(rw.w, rep, r.dump, rw.html)
+		}
+		var buf bytes.Buffer
+		if err := analysis.WriteHTML(&buf, rep, r.dump, rw.html); err != nil {
+			return err
+		}
+		page := rw.pages[rw.nextJob]
+		if err := os.WriteFile(filepath.Join(rw.dir, page), buf.Bytes(), 0o644); err != nil {
+			return err
+		}
+		rw.index = append(rw.index, analysis.IndexEntryFor(rep, page))
+		return nil
+	default:
+		if !first {
+			if _, err := fmt.Fprintln(rw.w); err != nil {
+				return err
+			}
+		}
+		return rep.WriteText(rw.w)
+	}
+}
+
+// end closes the JSON array or writes the HTML index.
+func (rw *reportWriter) end() error {
+	switch {
+	case rw.format == "json" && rw.multi && rw.n == 0:
+		_, err := io.WriteString(rw.w, "[]\n")
+		return err
+	case rw.format == "json" && rw.multi:
+		_, err := io.WriteString(rw.w, "\n]\n")
+		return err
+	case rw.format == "html" && rw.dir != "":
+		var buf bytes.Buffer
+		if err := analysis.WriteHTMLIndex(&buf, rw.index); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(rw.dir, "index.html"), buf.Bytes(), 0o644)
+	}
+	return nil
+}
