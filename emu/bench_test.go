@@ -118,3 +118,18 @@ func benchNoReplay(b *testing.B, noTruth bool) {
 
 func BenchmarkBusyShadowNoReplay(b *testing.B) { benchNoReplay(b, false) }
 func BenchmarkBusyCountNoReplay(b *testing.B)  { benchNoReplay(b, true) }
+
+// BenchmarkBusyMPURegion is BenchmarkBusyShadowNoReplay with the MPU
+// enabled from the start (PRIVDEFENA and a 32-byte no-access region at 0,
+// as the sample firmware sets it): every load and store then goes through
+// the C data-access hook (checks.go). Compare with
+// BenchmarkBusyShadowNoReplay for the cost of the MPU checks.
+func BenchmarkBusyMPURegion(b *testing.B) {
+	testSetup = func(m *machine) error {
+		m.scs.MPURASR[0] = 4<<1 | 1 // 32 bytes at 0, AP=000, enabled
+		m.scs.MPUCtrl = mpuEnable | mpuPRIVDEFENA
+		return m.syncChecks()
+	}
+	defer func() { testSetup = nil }()
+	benchNoReplay(b, false)
+}

@@ -28,6 +28,11 @@ func (e *NoFaultError) Error() string {
 
 func (e *NoFaultError) Unwrap() error { return ErrNoFault }
 
+// ImpreciseDelay is how many instructions after the faulting store an
+// imprecise bus fault is taken (Config.ImpreciseStores); silicon takes it
+// a few cycles later, typically after 1-3 instructions.
+const ImpreciseDelay = 2
+
 // Defaults for the run bounds.
 const (
 	DefaultMaxInsns = 100_000_000
@@ -62,6 +67,15 @@ type Config struct {
 	Maps []Region
 	// NoTruth turns the shadow call stack off (Result.Truth is then nil).
 	NoTruth bool
+	// ImpreciseStores makes a store to an unmapped address an imprecise
+	// bus fault (--imprecise-stores), as on most Cortex-M3/M4 silicon
+	// where the write buffer (ACTLR.DISDEFWBUF clear, the reset value)
+	// lets the core run on: CFSR.IMPRECISERR without BFARVALID, taken
+	// after the store and the next ImpreciseDelay instructions, so the
+	// stacked PC is past the store. Off (the default), such a store is a
+	// precise bus fault (PRECISERR, BFAR), as QEMU reports it; the QEMU
+	// oracle fixtures depend on that.
+	ImpreciseStores bool
 	// IRQs are exceptions to raise at given instruction counts.
 	IRQs []IRQ
 	// RunHandler continues after the fault into the firmware's own fault

@@ -27,7 +27,18 @@
 //     (UC_CTL_TB_REMOVE_CACHE on that range; a full TB flush costs up to a
 //     second in Unicorn 2.0.1).
 //   - MPU (mpu.go): PMSAv7/PMSAv8 regions decide whether an access Unicorn
-//     rejected is a MemManage (DACCVIOL+MMARVALID, IACCVIOL) or a BusFault.
+//     rejected is a MemManage (DACCVIOL+MMARVALID, IACCVIOL) or a BusFault;
+//     accesses Unicorn allows are checked by C hooks while the MPU is
+//     enabled (checks.go, emu/uc/check.c), as are CCR.UNALIGN_TRP and the
+//     ARMv7-M instructions that always need aligned addresses (A3.2.1).
+//   - Stacking errors (exception.go): exception entry checks each stack word
+//     against the MPU and the memory map; MSTKERR/STKERR, an incomplete
+//     frame, and the derived exception (escalation, or lockup).
+//   - One shadow stack per thread (threads.go): an exception return to
+//     Thread mode on another frame than the one the exception was taken
+//     with is a context switch.
+//   - Config.ImpreciseStores (imprecise.go): stores to unmapped memory
+//     become IMPRECISERR, taken ImpreciseDelay instructions later.
 //   - NVIC, SysTick, PendSV, NMI (nvic.go): pending, enables, priorities,
 //     PRIMASK/BASEPRI/FAULTMASK, preemption, nesting and tail-chaining;
 //     exceptions are taken from the C block hook before a block runs

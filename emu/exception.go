@@ -51,14 +51,108 @@ func (m *machine) setSysState(xpsr, control, msp, psp uint32) error {
 	return nil
 }
 
+// entryFault is a fault of exception entry's own stacking (ARMv7-M ARM
+// B1.5.6 PushStack; the derived exception rules of B1.5.12 as QEMU applies
+// them): a stack word that the MPU denies is MSTKERR (MemManage), one that
+// no writable memory backs is STKERR (BusFault). Stacking writes the words
+// in the pseudocode's order (r0, r1, r2, r3, r12, lr, return address,
+// xPSR, then the FP part) and stops at the first one that faults, so the
+// frame in memory is incomplete: the words before it were written, the rest
+// keep their old contents (real Cortex-M3/M4 stack PC and xPSR first, so on
+// silicon a different subset may land). SP is moved to the frame anyway.
+// The derived exception is then taken instead of the one being entered,
+// without stacking again: it must have a higher priority than the exception
+// being entered, else it escalates to HardFault (HFSR.FORCED), and when
+// that is HardFault or NMI itself the core locks up. The exception being
+// entered stays pending.
+type entryFault struct {
+	during  int    // the exception whose entry stacking faulted
+	derived int    // excMemManage or excBusFault
+	cfsr    uint32 // cfsrMSTKERR or cfsrSTKERR
+	addr    uint32 // the first stack address that faulted
+	taken   int    // the exception taken instead; 0 for a lockup
+	forced  bool   // escalated to HardFault
+	ret     uint32 // the return address of the frame
+}
+
+// addTo adds the stacking fault to the cause of the fault whose entry it
+// was.
+func (ef *entryFault) addTo(c *Cause) {
+	c.Bits = append(c.Bits, bitNames(ef.cfsr, 0)...)
+	if ef.forced && !c.Forced {
+		c.Forced = true
+		c.Bits = append(c.Bits, "FORCED")
+	}
+	c.Detail += "; " + ef.describe()
+}
+
+func (ef *entryFault) describe() string {
+	what := "the MPU denied it (MSTKERR)"
+	if ef.derived == excBusFault {
+		what = "no writable memory there (STKERR)"
+	}
+	s := fmt.Sprintf("stacking the exception frame for %s faulted at %#08x: %s, the frame is incomplete (e.g. a stack overflow)",
+		describeException(ef.during), ef.addr, what)
+	switch {
+	case ef.taken == 0:
+		s += "; the derived fault cannot be taken: lockup"
+	case ef.forced:
+		s += "; the derived fault escalated to HardFault"
+	}
+	return s
+}
+
+// entryFaultResult is the Result for an exception entry (interrupt,
+// SVCall) whose stacking faulted inside a hook: the core is at the derived
+// exception's handler, or locked up.
+func (m *machine) entryFaultResult(ef *entryFault) (*Result, error) {
+	c := Cause{Fault: excNames[ef.derived], Bits: bitNames(ef.cfsr, 0), PC: ef.ret, Detail: ef.describe()}
+	if ef.forced {
+		c.Forced = true
+		c.Bits = append(c.Bits, "FORCED")
+	}
+	res, err := m.result(c)
+	if err != nil {
+		return nil, err
+	}
+	res.Lockup = ef.taken == 0
+	return res, nil
+}
+
+// stackWritable reports whether a stacking write at a reaches writable
+// memory.
+func (m *machine) stackWritable(a uint32) bool {
+	for _, r := range m.regions {
+		if r.contains(a) {
+			return r.Zero || r.Perm&uc.PermWrite != 0
+		}
+	}
+	return false
+}
+
+// activeChanged tells the C checks whether an exception with negative
+// priority is active (the MPU is then off unless HFNMIENA).
+func (m *machine) activeChanged() {
+	neg := false
+	for _, a := range m.active {
+		if m.scs.priority(a) < 0 {
+			neg = true
+		}
+	}
+	m.tr.SetNegativePriority(neg)
+}
+
 // enterException performs exception entry for exception exc with return
 // address ret (ARMv7-M ARM B1.5.6 PushStack and ExceptionTaken; ARMv6-M
 // B1.5.6; docs/unicorn.md "Synthesizing a fault entry"): the basic or
 // extended frame goes on the active stack, realigned to 8 bytes with
 // stacked xPSR bit 9; LR gets EXC_RETURN (B1.5.8); CONTROL.SPSEL and FPCA
 // are cleared; IPSR becomes exc; PC is the vector. The caller has set the
-// fault status registers.
-func (m *machine) enterException(exc int, ret uint32) error {
+// fault status registers. When the stacking itself faults it returns the
+// entryFault (see there): the derived exception was taken instead, or, if
+// entryFault.taken is 0, the core locked up and nothing but the stack
+// memory changed.
+func (m *machine) enterException(exc int, ret uint32) (*entryFault, error) {
 	var r [5]uint32 // r0-r3, r12
 	for i := 0; i < 4; i++ {
 		r[i] = m.reg(uc.RegR(i))
@@ -67,14 +161,15 @@ func (m *machine) enterException(exc int, ret uint32) error {
 	lr := m.reg(uc.RegLR)
 	xpsr := m.reg(uc.RegXPSR)
 	control := m.reg(uc.RegCONTROL)
-	msp := m.reg(uc.RegMSP)
-	psp := m.reg(uc.RegPSP)
+	msp := m.sysReg(uc.RegMSP)
+	psp := m.sysReg(uc.RegPSP)
 	if m.hookErr != nil {
-		return m.hookErr
+		return nil, m.hookErr
 	}
 	thread := xpsr&0x1ff == 0
 	onPSP := thread && control&controlSP != 0
 	fpca := m.cpu.fp && control&controlFPCA != 0
+	priv := !thread || control&controlPriv == 0
 
 	sp := msp
 	if onPSP {
@@ -105,20 +200,59 @@ func (m *machine) enterException(exc int, ret uint32) error {
 			var s [16]byte
 			for i := 0; i < 16; i++ {
 				if err := m.eng.RegReadBytes(uc.RegS(i), &s); err != nil {
-					return fmt.Errorf("emu: %w", err)
+					return nil, fmt.Errorf("emu: %w", err)
 				}
 				copy(buf[0x20+4*i:], s[:4])
 			}
 			le.PutUint32(buf[0x60:], m.reg(uc.RegFPSCR))
 		}
 	}
-	stkErr := false
-	if err := m.eng.MemWrite(uint64(frame), buf); err != nil {
-		// The stacking itself failed (B1.5.6): STKERR.
-		stkErr = true
+	var ef *entryFault
+	n := size
+	if lazy {
+		n = frameBasic
 	}
-	if stkErr && !m.cpu.v6m {
-		m.scs.CFSR |= cfsrSTKERR
+	for off := uint32(0); off < n; off += 4 {
+		a := frame + off
+		if m.mpuDeniedFor(a, mpuWrite, priv) {
+			ef = &entryFault{derived: excMemManage, cfsr: cfsrMSTKERR, addr: a}
+			break
+		}
+		if !m.stackWritable(a) {
+			ef = &entryFault{derived: excBusFault, cfsr: cfsrSTKERR, addr: a}
+			break
+		}
+		if err := m.eng.MemWrite(uint64(a), buf[off:off+4]); err != nil {
+			return nil, fmt.Errorf("emu: stacking at %#08x: %w", a, err)
+		}
+	}
+	taken := exc
+	if ef != nil {
+		ef.during, ef.ret = exc, ret
+		// The derived exception must preempt the exception being
+		// entered (QEMU: armv7m_nvic_set_pending_derived).
+		running := m.groupPriority(m.scs.priority(exc))
+		ef.taken = ef.derived
+		if m.cpu.v6m || m.scs.SHCSR&shcsrEnable[ef.derived] == 0 || m.groupPriority(m.scs.priority(ef.derived)) >= running {
+			ef.taken, ef.forced = excHardFault, true
+			if running <= -1 {
+				ef.taken = 0
+			}
+		}
+		if !m.cpu.v6m {
+			m.scs.CFSR |= ef.cfsr
+			if ef.forced {
+				m.scs.HFSR |= hfsrFORCED
+			}
+		}
+		if ef.taken == 0 {
+			return ef, nil
+		}
+		taken = ef.taken
+		if exc != excHardFault && exc != taken {
+			m.pend(exc)
+		}
+		lazy = false
 	}
 	if lazy {
 		m.scs.FPCCR |= fpccrLSPACT
@@ -137,29 +271,30 @@ func (m *machine) enterException(exc int, ret uint32) error {
 	} else {
 		msp = frame
 	}
-	newXPSR := xpsr&0xF80F0000 | xpsrT | uint32(exc)
+	newXPSR := xpsr&0xF80F0000 | xpsrT | uint32(taken)
 	newControl := control &^ (controlSP | controlFPCA)
 	if err := m.setSysState(newXPSR, newControl, msp, psp); err != nil {
-		return err
+		return nil, err
 	}
 	var vec [4]byte
-	vaddr := m.scs.VTOR + 4*uint32(exc)
+	vaddr := m.scs.VTOR + 4*uint32(taken)
 	if err := m.eng.MemRead(uint64(vaddr), vec[:]); err != nil {
-		return fmt.Errorf("emu: reading vector %d at %#08x: %w", exc, vaddr, err)
+		return nil, fmt.Errorf("emu: reading vector %d at %#08x: %w", taken, vaddr, err)
 	}
 	handler := le.Uint32(vec[:])
 	if err := m.eng.RegWrite(uc.RegLR, uint64(excReturn)); err != nil {
-		return fmt.Errorf("emu: %w", err)
+		return nil, fmt.Errorf("emu: %w", err)
 	}
 	if err := m.eng.RegWrite(uc.RegPC, uint64(handler)); err != nil {
-		return fmt.Errorf("emu: %w", err)
+		return nil, fmt.Errorf("emu: %w", err)
 	}
-	m.active = append(m.active, exc)
+	m.active = append(m.active, taken)
 	m.excReturns = append(m.excReturns, excReturn)
-	m.setActive(exc, true)
-	m.scs.VectActive = uint32(exc)
-	m.tr.PushException(exc, ret, frame)
-	return nil
+	m.setActive(taken, true)
+	m.scs.VectActive = uint32(taken)
+	m.activeChanged()
+	m.tr.PushException(taken, ret, frame)
+	return ef, nil
 }
 
 // exceptionReturn unstacks the frame named by the EXC_RETURN value the
@@ -253,9 +388,36 @@ func (m *machine) exceptionReturn() error {
 	if err := m.eng.RegWrite(uc.RegPC, uint64(ret|1)); err != nil {
 		return fmt.Errorf("emu: %w", err)
 	}
-	m.tr.PopException()
+	m.activeChanged()
+	m.popException(frame, ret, toThread)
 	m.updateEvents()
 	return nil
+}
+
+// sysReg reads MSP, PSP or a mask register. Unicorn reads them as 0 in
+// unprivileged Thread mode (docs/unicorn.md), where the real core's
+// registers still hold their values (and the harness needs them for
+// exception entry), so they are read from Handler mode there: IPSR is set
+// for the read and restored, with the APSR_NZCV write that rebuilds the
+// translator's flags (trap 3).
+func (m *machine) sysReg(r uc.Reg) uint32 {
+	xpsr := m.reg(uc.RegXPSR)
+	if xpsr&0x1ff != 0 || m.reg(uc.RegCONTROL)&controlPriv == 0 {
+		return m.reg(r)
+	}
+	e := m.eng
+	if err := e.RegWrite(uc.RegXPSR, uint64(xpsr|excHardFault)); err != nil {
+		m.fail(err)
+		return 0
+	}
+	v := m.reg(r)
+	if err := e.RegWrite(uc.RegXPSR, uint64(xpsr)); err != nil {
+		m.fail(err)
+	}
+	if err := e.RegWrite(uc.RegAPSRNZCV, uint64(xpsr&0xF8000000)); err != nil {
+		m.fail(err)
+	}
+	return v
 }
 
 func boolBit(b bool, bit uint32) uint32 {
@@ -276,13 +438,13 @@ func (m *machine) result(cause Cause) (*Result, error) {
 	g.LR = m.reg(uc.RegLR)
 	g.PC = m.reg(uc.RegPC)
 	g.XPSR = m.reg(uc.RegXPSR)
-	g.MSP = m.reg(uc.RegMSP)
-	g.PSP = m.reg(uc.RegPSP)
+	g.MSP = m.sysReg(uc.RegMSP)
+	g.PSP = m.sysReg(uc.RegPSP)
 	g.CONTROL = m.reg(uc.RegCONTROL)
-	g.PRIMASK = m.reg(uc.RegPRIMASK)
+	g.PRIMASK = m.sysReg(uc.RegPRIMASK)
 	if !m.cpu.v6m {
-		g.BASEPRI = m.reg(uc.RegBASEPRI)
-		g.FAULTMASK = m.reg(uc.RegFAULTMSK)
+		g.BASEPRI = m.sysReg(uc.RegBASEPRI)
+		g.FAULTMASK = m.sysReg(uc.RegFAULTMSK)
 	}
 	if m.cpu.fp {
 		fp := &FPRegisters{FPSCR: m.reg(uc.RegFPSCR)}

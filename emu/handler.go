@@ -155,7 +155,7 @@ func (m *machine) runHandler(ctx context.Context, deadline time.Time) (*HandlerO
 		}
 		m.tr.SetBudget(min(insns+handlerSlice, m.cfg.MaxInsns))
 		m.invalid, m.intrValid, m.hookErr = invalidAccess{}, false, nil
-		err := m.eng.Start(pc, returnAddr, left, 0)
+		err := m.start(pc, returnAddr, left)
 		var pe *uc.CallbackPanicError
 		if errors.As(err, &pe) {
 			return nil, fmt.Errorf("emu: %w", err)
@@ -169,10 +169,24 @@ func (m *machine) runHandler(ctx context.Context, deadline time.Time) (*HandlerO
 			return finish(m.semihost.reason)
 		}
 		if m.tr.BudgetHit() {
+			// The block hook stopped the run before the block it was
+			// entering executed; Unicorn's PC may still name an earlier
+			// block (docs/unicorn.md, trap 2), so resume at the block.
+			if a, _ := m.tr.Block(); a != 0 {
+				pc = uint64(a) | 1
+			}
 			if m.branchToSelf(uint32(pc &^ 1)) {
 				return finish(fmt.Sprintf("halted in a branch-to-self loop at 0x%08x (%s)", pc&^1, m.img.funcAt(uint32(pc&^1))))
 			}
 			continue
+		}
+		if ef := m.entryFault; ef != nil {
+			m.entryFault = nil
+			return finish(fmt.Sprintf("stopped: exception entry stacking faulted (%s)", bitNames(ef.cfsr, 0)))
+		}
+		if cf, ok := m.tr.CheckFault(); ok {
+			m.tr.ClearCheckFault()
+			return finish(fmt.Sprintf("stopped with a failed %s check at %#08x (a fault inside the handler: the core would lock up or escalate)", checkName(cf.Kind), cf.Addr))
 		}
 		if err != nil || m.intrValid {
 			return finish(fmt.Sprintf("stopped with %v (a fault inside the handler: the core would lock up or escalate)", describeStop(err, m.intrValid, m.intr)))

@@ -8,8 +8,7 @@ import "github.com/faultline-dev/faultline/emu/uc"
 // stored only).
 //
 // How it is enforced: Unicorn maps memory in 1 KiB pages and cannot give a
-// 32-byte region its own permissions, so the MPU is consulted when an
-// access has already failed in Unicorn, and decides which fault it is:
+// 32-byte region its own permissions, so the MPU is modelled by the harness:
 //
 //   - a data access that Unicorn rejects (a store to read-only flash, an
 //     unmapped address) is a MemManage DACCVIOL with MMFAR when the MPU
@@ -21,12 +20,14 @@ import "github.com/faultline-dev/faultline/emu/uc"
 //     execute-never is a MemManage IACCVIOL: the MPU check comes before the
 //     EPSR.T check, which is why QEMU reports IACCVIOL, not INVSTATE, for a
 //     call through a NULL function pointer when address 0 is guarded.
-//
-// Not enforced (yet): accesses that Unicorn allows but the MPU denies,
-// e.g. a NULL *read* from readable flash, a store into a read-only MPU
-// region inside RAM, or executing code inside an XN region that is mapped
-// executable. Doing so needs a memory hook on the regions' pages; see the
-// package report.
+//   - accesses Unicorn allows but the MPU denies (a NULL read from readable
+//     flash, a store into a read-only region inside RAM, an unprivileged
+//     access to a privileged-only region, executing code in an XN region of
+//     executable memory) are caught by the C checks of checks.go and
+//     emu/uc/check.c while the MPU is enabled: MemManage DACCVIOL+MMARVALID
+//     (MMFAR) or IACCVIOL.
+//   - exception entry stacking checks each word against the MPU and the
+//     memory map (exception.go): MSTKERR or STKERR.
 
 type mpuAccess int
 
@@ -56,6 +57,11 @@ func (m *machine) privileged() bool {
 // an access of the given kind at addr for the current privilege and
 // execution priority.
 func (m *machine) mpuDenied(addr uint32, kind mpuAccess) bool {
+	return m.mpuDeniedFor(addr, kind, m.privileged())
+}
+
+// mpuDeniedFor is mpuDenied for the given privilege.
+func (m *machine) mpuDeniedFor(addr uint32, kind mpuAccess, priv bool) bool {
 	s := &m.scs
 	if m.cpu.v6m || s.MPUCtrl&mpuEnable == 0 {
 		return false
@@ -63,10 +69,18 @@ func (m *machine) mpuDenied(addr uint32, kind mpuAccess) bool {
 	if s.MPUCtrl&mpuHFNMIENA == 0 && m.execPriority() < 0 {
 		return false // the MPU is off in HardFault, NMI and with FAULTMASK
 	}
-	priv := m.privileged()
+	return s.mpuDeniedPriv(addr, kind, priv)
+}
+
+// mpuDeniedPriv is the MPU's decision for an access at addr with the given
+// privilege, whatever the execution priority.
+func (s *SCS) mpuDeniedPriv(addr uint32, kind mpuAccess, priv bool) bool {
+	if s.v6m || s.MPUCtrl&mpuEnable == 0 {
+		return false
+	}
 	var ap uint32
 	var xn, hit bool
-	if m.cpu.v8m {
+	if s.v8m {
 		ap, xn, hit = s.mpuLookupV8(addr)
 		if !hit {
 			return !(priv && s.MPUCtrl&mpuPRIVDEFENA != 0)

@@ -2,6 +2,8 @@ package emu
 
 import (
 	"fmt"
+
+	"github.com/faultline-dev/faultline/emu/uc"
 )
 
 // Asynchronous exceptions: the NVIC's external interrupts, PendSV, SysTick
@@ -106,7 +108,7 @@ func (m *machine) updateEvents() {
 	if m.tr == nil {
 		return
 	}
-	m.tr.SetEvent(m.hasPending())
+	m.tr.SetEvent(m.hasPending() || m.checksChanged())
 	at := uint64(0)
 	next := func(n uint64) {
 		if n != 0 && (at == 0 || n < at) {
@@ -195,6 +197,15 @@ func (m *machine) setActive(exc int, on bool) {
 // takes the pending exception if one can preempt, returning true when it
 // redirected the core to a handler.
 func (m *machine) onEvent(addr uint32) bool {
+	if m.checksChanged() {
+		// The firmware changed CCR or the MPU: stop before this block
+		// runs so that start() can apply the checks (checks.go). Writing
+		// PC abandons the block; its shadow-stack step is already made.
+		m.resyncStop = true
+		m.tr.SkipStep(addr)
+		m.eng.Stop()
+		return true
+	}
 	insns := m.tr.Insns()
 	if m.chunk != 0 && !m.replaying && insns >= m.nextCheckpoint {
 		if err := m.saveCheckpoint(uint64(addr) | 1); err != nil {
@@ -219,9 +230,22 @@ func (m *machine) onEvent(addr uint32) bool {
 	redirect := false
 	if exc, ok := m.pendingException(); ok {
 		m.clearPending(exc)
-		if err := m.enterException(exc, addr); err != nil {
+		ef, err := m.enterException(exc, addr)
+		if err != nil {
 			m.fail(err)
 			return false
+		}
+		if ef != nil {
+			m.entryFault = ef
+			if ef.taken == 0 {
+				// Lockup: stay before this block.
+				if err := m.eng.RegWrite(uc.RegPC, uint64(addr)|1); err != nil {
+					m.fail(err)
+					return false
+				}
+			}
+			m.eng.Stop()
+			return true
 		}
 		redirect = true
 	}

@@ -25,6 +25,9 @@ const (
 	returnAddr = 0xFFFFFFFE
 )
 
+// testSetup, when set by a test or benchmark, runs after setup.
+var testSetup func(*machine) error
+
 // machine is one run: the engine, the models and the run state.
 type machine struct {
 	cfg     Config
@@ -56,6 +59,17 @@ type machine struct {
 	forced     [16]uint32
 	excReturns []uint32 // EXC_RETURN of each active exception, innermost last
 	semihost   semihostState
+
+	// C access checks (checks.go).
+	checksOn      bool          // the tracker exists: keep the checks in sync
+	checks        checksState   // what the C checks were last set to
+	checksApplied bool          // checks is valid
+	alignWatches  int           // the first code-hook watches are the alignment ones
+	resyncStop    bool          // the event handler stopped the run to apply checks
+	flushes       int           // translation cache flushes made for the checks
+	flushTime     time.Duration // time they took
+	entryFault    *entryFault   // exception entry stacking failed inside a hook
+	threadStacks  threadStacks  // suspended threads' shadow stacks (threads.go)
 }
 
 type irqState struct {
@@ -83,6 +97,7 @@ type checkpoint struct {
 	excRet   []uint32
 	nextCP   uint64
 	forced   [16]uint32
+	threads  threadStacks
 }
 
 // Run loads cfg.ELF, runs it until it faults and returns the state at the
@@ -123,6 +138,10 @@ func runChunked(ctx context.Context, cfg Config, chunk uint64) (*Result, error) 
 		cfg.Timeout = DefaultTimeout
 	}
 	eng, err := uc.Open(cpu.model)
+	if errors.Is(err, uc.ErrUnavailable) {
+		// Already says what it is; the caller adds its own prefix.
+		return nil, uc.ErrUnavailable
+	}
 	if err != nil {
 		return nil, fmt.Errorf("emu: %w", err)
 	}
@@ -130,6 +149,11 @@ func runChunked(ctx context.Context, cfg Config, chunk uint64) (*Result, error) 
 	m := &machine{cfg: cfg, img: img, cpu: cpu, eng: eng, scs: newSCS(cpu), chunk: chunk}
 	if err := m.setup(); err != nil {
 		return nil, err
+	}
+	if testSetup != nil {
+		if err := testSetup(m); err != nil {
+			return nil, err
+		}
 	}
 	return m.run(ctx)
 }
@@ -190,6 +214,13 @@ func (m *machine) setup() error {
 	m.scs.now = tr.Insns
 	m.scs.onWrite = m.updateEvents
 	tr.SetEventHandler(m.onEvent)
+	m.checksOn = true
+	if err := m.watchAligned(); err != nil {
+		return err
+	}
+	if err := m.syncChecks(); err != nil {
+		return err
+	}
 	for _, q := range m.cfg.IRQs {
 		m.irqs = append(m.irqs, irqState{IRQ: q})
 	}
@@ -314,11 +345,16 @@ func (m *machine) onInterrupt(intno uint32) {
 		return
 	case uc.IntrSWI:
 		pc, err := m.eng.RegRead(uc.RegPC)
+		var ef *entryFault
 		if err == nil {
-			err = m.enterException(excSVCall, uint32(pc))
+			ef, err = m.enterException(excSVCall, uint32(pc))
 		}
 		if err != nil {
 			m.hookErr = err
+			m.eng.Stop()
+		}
+		if ef != nil {
+			m.entryFault = ef
 			m.eng.Stop()
 		}
 		return
@@ -376,6 +412,7 @@ func (m *machine) saveCheckpoint(pc uint64) error {
 	c.excRet = append(c.excRet[:0], m.excReturns...)
 	c.nextCP = m.nextCheckpoint
 	c.forced = m.forced
+	c.threads = m.threadStacks.clone()
 	return nil
 }
 
@@ -399,6 +436,13 @@ func (m *machine) restoreCheckpoint() error {
 	m.excReturns = append(m.excReturns[:0], c.excRet...)
 	m.nextCheckpoint = c.nextCP
 	m.forced = c.forced
+	m.threadStacks = c.threads.clone()
+	m.entryFault = nil
+	m.tr.ClearCheckFault()
+	m.activeChanged()
+	if err := m.syncChecks(); err != nil {
+		return err
+	}
 	m.updateEvents()
 	return nil
 }
@@ -434,7 +478,7 @@ func (m *machine) exactFaultPC(want uc.Error, timeout time.Duration) (uint32, er
 	if m.mainAddr != 0 && !m.setsDone {
 		until = uint64(m.mainAddr)
 	}
-	err := m.eng.Start(m.cp.pc, until, timeout, 0)
+	err := m.start(m.cp.pc, until, timeout)
 	if m.hookErr != nil {
 		return 0, m.hookErr
 	}
@@ -483,7 +527,7 @@ func (m *machine) run(ctx context.Context) (*Result, error) {
 		if m.mainAddr != 0 && !m.setsDone {
 			until = uint64(m.mainAddr)
 		}
-		startErr := m.eng.Start(pc, until, left, 0)
+		startErr := m.start(pc, until, left)
 
 		var pe *uc.CallbackPanicError
 		if errors.As(startErr, &pe) {
@@ -495,6 +539,17 @@ func (m *machine) run(ctx context.Context) (*Result, error) {
 		if m.semihost.exited {
 			cur := m.reg(uc.RegPC)
 			return nil, &NoFaultError{Reason: m.semihost.reason, Insns: m.tr.Insns(), PC: cur}
+		}
+		if ef := m.entryFault; ef != nil {
+			// An interrupt's or SVCall's entry stacking faulted (the
+			// harness is already at the derived exception's handler, or
+			// locked up).
+			m.entryFault = nil
+			res, err := m.entryFaultResult(ef)
+			if err == nil && m.cfg.RunHandler && !res.Lockup {
+				res.Handler, err = m.runHandler(ctx, deadline)
+			}
+			return res, err
 		}
 		f, ok, err := m.classify(startErr, left)
 		if err != nil {
@@ -560,6 +615,10 @@ type fault struct {
 
 // classify turns how uc_emu_start ended into a fault, if it was one.
 func (m *machine) classify(startErr error, left time.Duration) (fault, bool, error) {
+	if cf, ok := m.tr.CheckFault(); ok {
+		f, err := m.checkFault(cf, left)
+		return f, err == nil, err
+	}
 	if pc, ok := m.tr.DivideFault(); ok {
 		return fault{exc: excUsageFault, cfsr: cfsrDIVBYZERO, pc: pc, about: "integer divide by zero with CCR.DIV_0_TRP set"}, true, nil
 	}
@@ -620,6 +679,10 @@ func (m *machine) classify(startErr error, left time.Duration) (fault, bool, err
 			return fault{exc: excMemManage, cfsr: cfsrDACCVIOL | cfsrMMARVALID, addr: inv.addr, pc: pc,
 				about: fmt.Sprintf("MPU access violation: %d-byte %s %#08x", inv.size, what, inv.addr)}, true, nil
 		}
+		if ue == uc.ErrWriteUnmapped && m.cfg.ImpreciseStores {
+			f, err := m.impreciseStore(pc, inv, left)
+			return f, err == nil, err
+		}
 		return fault{exc: excBusFault, cfsr: cfsrPRECISERR | cfsrBFARVALID, addr: inv.addr, pc: pc,
 			about: fmt.Sprintf("precise data bus error: %d-byte %s %#08x (%v)", inv.size, what, inv.addr, ue)}, true, nil
 	case uc.ErrReadUnaligned, uc.ErrWriteUnaligned:
@@ -654,14 +717,14 @@ func (m *machine) execPriority() int {
 		p = min(p, m.scs.priority(e))
 	}
 	if !m.cpu.v6m {
-		if bp := int(m.reg(uc.RegBASEPRI) & 0xff); bp != 0 {
+		if bp := int(m.sysReg(uc.RegBASEPRI) & 0xff); bp != 0 {
 			p = min(p, bp)
 		}
-		if m.reg(uc.RegFAULTMSK)&1 != 0 {
+		if m.sysReg(uc.RegFAULTMSK)&1 != 0 {
 			p = min(p, -1)
 		}
 	}
-	if m.reg(uc.RegPRIMASK)&1 != 0 {
+	if m.sysReg(uc.RegPRIMASK)&1 != 0 {
 		p = min(p, 0)
 	}
 	return p
@@ -730,11 +793,26 @@ func (m *machine) takeFault(f fault) (*Result, error) {
 	if err := m.eng.RegWrite(uc.RegPC, uint64(f.pc)|thumb); err != nil {
 		return nil, fmt.Errorf("emu: %w", err)
 	}
-	if err := m.enterException(target, f.pc); err != nil {
+	ef, err := m.enterException(target, f.pc)
+	if err != nil {
 		return nil, err
 	}
 	if m.hookErr != nil {
 		return nil, m.hookErr
+	}
+	if ef != nil {
+		ef.addTo(&cause)
+		if ef.taken == 0 {
+			if err := m.eng.RegWrite(uc.RegPC, uint64(f.pc)|thumb); err != nil {
+				return nil, fmt.Errorf("emu: %w", err)
+			}
+			res, err := m.result(cause)
+			if err != nil {
+				return nil, err
+			}
+			res.Lockup = true
+			return res, nil
+		}
 	}
 	return m.result(cause)
 }

@@ -32,6 +32,20 @@ uc_err fl_flush_tb(uc_engine *uc) {
 	return uc_ctl(uc, UC_CTL_WRITE(UC_CTL_TB_FLUSH, 0));
 }
 
+// fl_remove_tb drops every translated block that contains code in [begin,
+// end). UC_CTL_TB_REMOVE_CACHE in Unicorn 2.0.1 invalidates only the blocks
+// that overlap the first byte of each page of its range, so it is asked for
+// every halfword (a Thumb block contains at least one).
+uc_err fl_remove_tb(uc_engine *uc, uint64_t begin, uint64_t end) {
+	for (uint64_t a = begin & ~(uint64_t)1; a < end; a += 2) {
+		uc_err err = uc_ctl(uc, UC_CTL_WRITE(UC_CTL_TB_REMOVE_CACHE, 2), a, a + 1);
+		if (err != UC_ERR_OK) {
+			return err;
+		}
+	}
+	return UC_ERR_OK;
+}
+
 // Trampolines: Unicorn calls these with the cgo.Handle as user_data.
 
 static void tramp_code(uc_engine *uc, uint64_t addr, uint32_t size, void *ud) {

@@ -49,6 +49,7 @@ func (e *Engine) Start(begin, until uint64, timeout time.Duration, count uint64)
 }
 func (e *Engine) Stop() error                              { return ErrUnavailable }
 func (e *Engine) FlushTBs() error                          { return ErrUnavailable }
+func (e *Engine) RemoveTBs(begin, end uint64) error        { return ErrUnavailable }
 func (e *Engine) SaveContext(c *Context) (*Context, error) { return nil, ErrUnavailable }
 func (e *Engine) RestoreContext(c *Context) error          { return ErrUnavailable }
 func (c *Context) Free()                                   {}
@@ -78,3 +79,40 @@ func (t *Tracker) Restore(s *TrackerState)                     {}
 
 // CountThumb is unavailable without cgo; it returns 0, false.
 func CountThumb(code []byte) (n int, endsCall bool) { return 0, false }
+
+// Check kinds reported by CheckFault.
+const (
+	CheckUnaligned = 1
+	CheckMPUData   = 2
+	CheckMPUFetch  = 3
+	CheckStopped   = 4
+)
+
+// CheckFault is a failed check recorded by the C hooks.
+type CheckFault struct {
+	Kind  int
+	Addr  uint32
+	Size  int
+	Write bool
+	PC    uint32
+}
+
+func (t *Tracker) SetMemHook(on bool) error { return ErrUnavailable }
+func (t *Tracker) MemHook() bool            { return false }
+func (t *Tracker) SetChecks(alignTrap, mpuData, v8m bool, ctrl uint32, rbar, rlim *[16]uint32) {
+}
+func (t *Tracker) SetNegativePriority(on bool)                     {}
+func (t *Tracker) WatchXN(begin, end uint32) error                 { return ErrUnavailable }
+func (t *Tracker) WatchAligned(addr uint32) error                  { return ErrUnavailable }
+func (t *Tracker) ClearWatches(keep int) error                     { return ErrUnavailable }
+func (t *Tracker) Watches() int                                    { return 0 }
+func (t *Tracker) CheckFault() (CheckFault, bool)                  { return CheckFault{}, false }
+func (t *Tracker) ClearCheckFault()                                {}
+func (t *Tracker) SetExactStop(n uint64)                           {}
+func (t *Tracker) ExactCount() uint64                              { return 0 }
+func (t *Tracker) SkipStep(addr uint32)                            {}
+func (t *Tracker) MPUDenied(addr uint32, kind int, priv bool) bool { return false }
+func (t *Tracker) SwitchStack(frames []ShadowFrame)                {}
+
+// AlignedInsn is unavailable without cgo; it returns false.
+func AlignedInsn(hw1, hw2 uint16) bool { return false }

@@ -158,6 +158,13 @@ static void exact_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud) {
 	fl_tracker *t = ud;
 	t->last_pc = (uint32_t)addr;
 	t->exact_insns++;
+	if (t->stop_at != 0 && t->exact_insns == t->stop_at) {
+		// A code hook that stops the emulation runs before its
+		// instruction, which then does not execute (as for div_hook).
+		t->chk_fault = FL_CHK_STOPPED;
+		t->chk_pc = (uint32_t)addr;
+		uc_emu_stop(uc);
+	}
 }
 
 // div_hook runs before an SDIV or UDIV (T1: 1111 1011 1001/1011 Rn, 1111 Rd
@@ -237,6 +244,11 @@ void fl_tracker_free(fl_tracker *t) {
 	for (uint32_t i = 0; i < t->ndiv; i++) {
 		uc_hook_del(t->uc, t->div_hooks[i]);
 	}
+	fl_tracker_clear_watches(t, 0);
+	free(t->chk_hooks);
+	if (t->mem_on) {
+		uc_hook_del(t->uc, t->mem_hook);
+	}
 	free(t->div_hooks);
 	free(t->stack);
 	free(t);
@@ -257,6 +269,7 @@ uc_err fl_tracker_exact(fl_tracker *t, int on, uint64_t begin, uint64_t end) {
 		err = uc_hook_add(t->uc, &t->exact_hook, UC_HOOK_CODE, (void *)exact_hook, t, begin, end);
 		if (err == UC_ERR_OK) {
 			t->exact_on = 1;
+			t->exact_insns = 0;
 			t->exact_begin = begin;
 			t->exact_end = end;
 			err = uc_ctl(t->uc, UC_CTL_WRITE(UC_CTL_TB_REMOVE_CACHE, 2), begin, end + 1);

@@ -267,3 +267,135 @@ func b2u(b bool) uint32 {
 	}
 	return 0
 }
+
+// Check kinds reported by CheckFault (check.c).
+const (
+	CheckUnaligned = C.FL_CHK_UNALIGNED
+	CheckMPUData   = C.FL_CHK_MPU_DATA
+	CheckMPUFetch  = C.FL_CHK_MPU_FETCH
+	CheckStopped   = C.FL_CHK_STOPPED
+)
+
+// SetMemHook installs (on) or removes the C data-access hook that makes the
+// MPU and CCR.UNALIGN_TRP checks of SetChecks. While it exists every load
+// and store of blocks translated meanwhile goes through Unicorn's helper
+// (slower); blocks translated before it was installed do not call it, so
+// the caller must FlushTBs after installing it outside the emulation.
+func (t *Tracker) SetMemHook(on bool) error {
+	if err := C.fl_tracker_mem_hook(t.p, C.int(b2u(on))); err != C.UC_ERR_OK {
+		return &OpError{Op: "tracker memory hook", Err: Error(err)}
+	}
+	return nil
+}
+
+// MemHook reports whether the data-access hook is installed.
+func (t *Tracker) MemHook() bool { return t.p.mem_on != 0 }
+
+// SetChecks gives the C checks the state they need: CCR.UNALIGN_TRP, whether
+// data accesses are checked against the MPU, and the MPU registers (MPU_CTRL,
+// MPU_RBAR, and MPU_RASR on ARMv7-M or MPU_RLAR on ARMv8-M).
+func (t *Tracker) SetChecks(alignTrap, mpuData, v8m bool, ctrl uint32, rbar, rlim *[16]uint32) {
+	t.p.align_trap = C.int(b2u(alignTrap))
+	t.p.mpu_check = C.int(b2u(mpuData))
+	t.p.v8m = C.int(b2u(v8m))
+	t.p.mpu_ctrl = C.uint32_t(ctrl)
+	for i := range rbar {
+		t.p.rbar[i] = C.uint32_t(rbar[i])
+		t.p.rlim[i] = C.uint32_t(rlim[i])
+	}
+}
+
+// SetNegativePriority says whether an exception with negative priority
+// (HardFault, NMI) is active: the MPU is then off unless HFNMIENA.
+func (t *Tracker) SetNegativePriority(on bool) { t.p.neg_prio = C.int(b2u(on)) }
+
+// WatchXN checks every instruction in [begin, end] against the MPU before it
+// runs (a C code hook bounded to the range).
+func (t *Tracker) WatchXN(begin, end uint32) error {
+	if err := C.fl_tracker_watch_xn(t.p, C.uint32_t(begin), C.uint32_t(end)); err != C.UC_ERR_OK {
+		return &OpError{Op: "tracker XN hook", Addr: uint64(begin), HasAddr: true, Err: Error(err)}
+	}
+	return nil
+}
+
+// WatchAligned checks the base register of the LDM/STM/LDRD/STRD/LDREX/
+// STREX/VLDR/VSTR/VLDM/VSTM at addr before it runs (ARMv7-M A3.2.1).
+func (t *Tracker) WatchAligned(addr uint32) error {
+	if err := C.fl_tracker_watch_aligned(t.p, C.uint32_t(addr)); err != C.UC_ERR_OK {
+		return &OpError{Op: "tracker alignment hook", Addr: uint64(addr), HasAddr: true, Err: Error(err)}
+	}
+	return nil
+}
+
+// Watches returns how many WatchXN and WatchAligned hooks are installed.
+func (t *Tracker) Watches() int { return int(t.p.nchk) }
+
+// ClearWatches removes the WatchXN and WatchAligned hooks but the first keep.
+func (t *Tracker) ClearWatches(keep int) error {
+	if err := C.fl_tracker_clear_watches(t.p, C.uint32_t(keep)); err != C.UC_ERR_OK {
+		return &OpError{Op: "tracker clear watches", Err: Error(err)}
+	}
+	return nil
+}
+
+// CheckFault is a failed check recorded by the C hooks.
+type CheckFault struct {
+	Kind  int    // CheckUnaligned, CheckMPUData, CheckMPUFetch, CheckStopped
+	Addr  uint32 // the data address (or the fetch address)
+	Size  int
+	Write bool
+	// PC is the instruction's address when a code hook found it (0 when
+	// the data hook did: the harness replays to find it).
+	PC uint32
+}
+
+// CheckFault returns the failed check of the last run, if any.
+func (t *Tracker) CheckFault() (CheckFault, bool) {
+	if t.p.chk_fault == 0 {
+		return CheckFault{}, false
+	}
+	return CheckFault{Kind: int(t.p.chk_fault), Addr: uint32(t.p.chk_addr), Size: int(t.p.chk_size),
+		Write: t.p.chk_write != 0, PC: uint32(t.p.chk_pc)}, true
+}
+
+// ClearCheckFault forgets the failed check.
+func (t *Tracker) ClearCheckFault() { t.p.chk_fault = 0 }
+
+// SetExactStop makes the exact-PC hook stop the emulation before the n-th
+// instruction it sees (0: never); CheckFault then reports CheckStopped.
+func (t *Tracker) SetExactStop(n uint64) { t.p.stop_at = C.uint64_t(n) }
+
+// ExactCount returns how many instructions the exact-PC hook has seen since
+// it was installed.
+func (t *Tracker) ExactCount() uint64 { return uint64(t.p.exact_insns) }
+
+// SkipStep makes the block hook skip the shadow-stack step of the next
+// block if it starts at addr (its step was already made).
+func (t *Tracker) SkipStep(addr uint32) {
+	t.p.skip_addr = C.uint32_t(addr &^ 1)
+	t.p.skip_valid = 1
+}
+
+// MPUDenied is the C MPU decision for an access at addr (0 read, 1 write,
+// 2 fetch) with the given privilege, for tests.
+func (t *Tracker) MPUDenied(addr uint32, kind int, priv bool) bool {
+	return C.fl_mpu_denied(t.p, C.uint32_t(addr), C.int(kind), C.int(b2u(priv))) != 0
+}
+
+// SwitchStack replaces the thread-level shadow stack (no exception level may
+// be open) with frames, for a context switch between threads.
+func (t *Tracker) SwitchStack(frames []ShadowFrame) {
+	var s TrackerState
+	t.Save(&s)
+	s.Frames = frames
+	s.base = 0
+	s.prevCall = 0
+	t.Restore(&s)
+}
+
+// AlignedInsn reports whether the Thumb instruction hw1:hw2 must have an
+// aligned base register on ARMv7-M whatever CCR.UNALIGN_TRP says (LDM/STM,
+// LDRD/STRD, LDREX/STREX, VLDR/VSTR/VLDM/VSTM; not SP- or PC-based forms).
+func AlignedInsn(hw1, hw2 uint16) bool {
+	return C.fl_aligned_insn(C.uint16_t(hw1), C.uint16_t(hw2)) != 0
+}

@@ -74,8 +74,33 @@ typedef struct fl_tracker {
 	uint64_t dropped;      // pushes lost because the stack was full
 	uint64_t sp_reads;
 
+	// Access checks the emulated core makes but Unicorn does not (check.c):
+	// the MPU for accesses Unicorn allows, CCR.UNALIGN_TRP, and the
+	// always-aligned instructions of ARMv7-M. A check that fails records
+	// chk_* and stops the emulation.
+	uc_hook mem_hook;      // UC_HOOK_MEM_READ|WRITE, only while needed
+	int mem_on;
+	uc_hook *chk_hooks;    // code hooks: XN ranges and aligned-only instructions
+	uint32_t nchk, capchk;
+	int align_trap;        // CCR.UNALIGN_TRP: halfword/word accesses must be aligned
+	int mpu_check;         // check data accesses against the MPU model
+	int v8m;
+	uint32_t mpu_ctrl, rbar[16], rlim[16]; // MPU_CTRL, MPU_RBAR, MPU_RASR (v7) / MPU_RLAR (v8)
+	int neg_prio;          // an exception with negative priority is active
+	int chk_fault;         // FL_CHK_*
+	uint32_t chk_addr, chk_size, chk_write, chk_pc;
+	uint64_t stop_at;      // exact-PC hook: stop before its stop_at-th instruction (0: never)
+
 	fl_block cache[FL_BLOCK_CACHE];
 } fl_tracker;
+
+enum {
+	FL_CHK_NONE = 0,
+	FL_CHK_UNALIGNED = 1, // data access that must be aligned is not
+	FL_CHK_MPU_DATA = 2,  // the MPU denies a data access
+	FL_CHK_MPU_FETCH = 3, // the MPU denies executing here (XN or no access)
+	FL_CHK_STOPPED = 4,   // the exact-PC hook stopped before instruction stop_at
+};
 
 fl_tracker *fl_tracker_new(uc_engine *uc, int shadow, uint32_t cap, uc_err *err);
 void fl_tracker_free(fl_tracker *t);
@@ -84,6 +109,12 @@ uc_err fl_tracker_watch_div(fl_tracker *t, uint32_t addr);
 void fl_tracker_push_exception(fl_tracker *t, uint32_t exc, uint32_t pc, uint32_t sp);
 int fl_tracker_pop_exception(fl_tracker *t);
 void fl_tracker_set_stack(fl_tracker *t, const fl_frame *frames, uint32_t n, uint32_t base);
+uc_err fl_tracker_mem_hook(fl_tracker *t, int on);
+uc_err fl_tracker_watch_xn(fl_tracker *t, uint32_t begin, uint32_t end);
+uc_err fl_tracker_watch_aligned(fl_tracker *t, uint32_t addr);
+uc_err fl_tracker_clear_watches(fl_tracker *t, uint32_t keep);
+int fl_mpu_denied(fl_tracker *t, uint32_t addr, int kind, int priv);
+int fl_aligned_insn(uint16_t hw1, uint16_t hw2);
 uint32_t fl_thumb_count(const uint8_t *code, uint32_t size, int *ends_call);
 
 #endif

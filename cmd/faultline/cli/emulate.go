@@ -31,6 +31,7 @@ type emulateFlags struct {
 	runHandler bool
 	irqs       []string
 	maps       []string
+	imprecise  bool
 }
 
 func newEmulate() *cobra.Command {
@@ -86,12 +87,13 @@ Exit status 3 when the firmware does not fault within --max-insns and
 	fl.BoolVar(&f.runHandler, "run-handler", false, "continue into the firmware's fault handler until it halts or exits via semihosting")
 	fl.StringArrayVar(&f.irqs, "irq", nil, "N@INSN: raise exception N after INSN instructions (repeatable)")
 	fl.StringArrayVar(&f.maps, "map", nil, "ADDR:SIZE[:rw|rx|zero]: map extra memory (repeatable)")
+	fl.BoolVar(&f.imprecise, "imprecise-stores", false, "make a store to unmapped memory an imprecise bus fault (IMPRECISERR, stacked PC past the store, no BFAR), as on Cortex-M3/M4 silicon with the write buffer on; default: precise (PRECISERR+BFAR), as QEMU")
 	return cmd
 }
 
 // config checks the flags and turns them into an emu.Config.
 func (f *emulateFlags) config() (emu.Config, error) {
-	cfg := emu.Config{ELF: f.elf, CPU: f.cpu, Call: f.call, MaxInsns: f.maxInsns, Timeout: f.timeout, RunHandler: f.runHandler}
+	cfg := emu.Config{ELF: f.elf, CPU: f.cpu, Call: f.call, MaxInsns: f.maxInsns, Timeout: f.timeout, RunHandler: f.runHandler, ImpreciseStores: f.imprecise}
 	if f.elf == "" {
 		return cfg, usagef("--elf is required")
 	}
