@@ -19,9 +19,10 @@ import (
 //     memory hook, whatever its address range, sends every load/store of
 //     every block translated meanwhile through the helper. A hook "bounded
 //     to the regions' pages" is therefore not possible; instead the hook is
-//     installed only while it is needed (MPU_CTRL.ENABLE, or CCR.UNALIGN_TRP)
-//     and the translation cache is flushed when it is installed, so firmware
-//     that never enables the MPU keeps full speed. Fetches: C code hooks
+//     installed on ARMv7-M/ARMv8-M cores before the first block is
+//     translated and stays for the whole run (it returns at once while
+//     neither the MPU nor UNALIGN_TRP is on), so turning a check on never
+//     needs a translation-cache flush. Fetches: C code hooks
 //     bounded to the executable address ranges where the MPU denies a fetch
 //     for some privilege (XN regions, no-access regions, the background
 //     region without PRIVDEFENA), so only code in those ranges is slowed.
@@ -85,32 +86,24 @@ func (m *machine) syncChecks() error {
 	t := m.tr
 	mpuOn := want.ctrl&mpuEnable != 0
 	t.SetChecks(want.alignTrap, mpuOn, m.cpu.v8m, want.ctrl, &want.rbar, &want.rlim)
-	needMem := want.alignTrap || mpuOn
-	if needMem && !t.MemHook() {
+	// The data hook is installed once, before the first block is
+	// translated (installMemHook), and never removed: with it in place
+	// from the start no translated block ever bypasses it, so enabling the
+	// MPU or UNALIGN_TRP later needs no translation-cache flush. A flush
+	// was measured at 0.2-0.4 s and 1 GiB of resident memory per run in
+	// Unicorn 2.0.1 (it touches the whole code buffer), against a
+	// 1.5-2x slower load/store path for the hook.
+	if (want.alignTrap || mpuOn) && !t.MemHook() {
+		// Only reachable if the hook could not be installed up front.
 		if err := t.SetMemHook(true); err != nil {
 			return fmt.Errorf("emu: %w", err)
 		}
-		// Blocks translated so far load and store inline, without the
-		// hook (see above), so the translation cache is flushed. Dropping
-		// only the blocks of the code ranges (UC_CTL_TB_REMOVE_CACHE over
-		// every halfword, RemoveTBs) was measured not to be equivalent in
-		// Unicorn 2.0.1: 57 of the 149 oracle fixtures then diverged. So a
-		// full UC_CTL_TB_FLUSH it is (0.2-0.4 s here). start() takes a
-		// checkpoint right after applying the checks, so a replay starts
-		// with the same checks and does not flush again. The hook is
-		// removed when the checks are no longer needed (keeping it and
-		// reusing blocks translated before a checkpoint restore was seen
-		// to diverge from QEMU on some fixtures).
 		start := time.Now()
 		if err := m.eng.FlushTBs(); err != nil {
 			return fmt.Errorf("emu: %w", err)
 		}
 		m.flushTime += time.Since(start)
 		m.flushes++
-	} else if !needMem && t.MemHook() {
-		if err := t.SetMemHook(false); err != nil {
-			return fmt.Errorf("emu: %w", err)
-		}
 	}
 	if err := t.ClearWatches(m.alignWatches); err != nil {
 		return fmt.Errorf("emu: %w", err)

@@ -215,6 +215,12 @@ func (m *machine) setup() error {
 	m.scs.onWrite = m.updateEvents
 	tr.SetEventHandler(m.onEvent)
 	m.checksOn = true
+	if !m.cpu.v6m {
+		// Before any code is translated: see syncChecks.
+		if err := tr.SetMemHook(true); err != nil {
+			return fmt.Errorf("emu: %w", err)
+		}
+	}
 	if err := m.watchAligned(); err != nil {
 		return err
 	}
