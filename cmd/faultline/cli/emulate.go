@@ -93,13 +93,18 @@ Exit status 3 when the firmware does not fault within --max-insns and
 
 // config checks the flags and turns them into an emu.Config.
 func (f *emulateFlags) config() (emu.Config, error) {
-	cfg := emu.Config{ELF: f.elf, CPU: f.cpu, Call: f.call, MaxInsns: f.maxInsns, Timeout: f.timeout, RunHandler: f.runHandler, ImpreciseStores: f.imprecise}
 	if f.elf == "" {
-		return cfg, usagef("--elf is required")
+		return emu.Config{}, usagef("--elf is required")
 	}
 	if f.out == "" {
-		return cfg, usagef("-o DUMP.json is required")
+		return emu.Config{}, usagef("-o DUMP.json is required")
 	}
+	return f.emuConfig()
+}
+
+// emuConfig turns the run flags (everything but -o) into an emu.Config.
+func (f *emulateFlags) emuConfig() (emu.Config, error) {
+	cfg := emu.Config{ELF: f.elf, CPU: f.cpu, Call: f.call, MaxInsns: f.maxInsns, Timeout: f.timeout, RunHandler: f.runHandler, ImpreciseStores: f.imprecise}
 	if f.cpu != "" && !emu.ValidCPU(f.cpu) {
 		return cfg, usagef("--cpu %q: want one of cortex-m0, m0plus, m3, m4, m7, m33", f.cpu)
 	}
