@@ -13,8 +13,6 @@ import (
 	"github.com/faultline-dev/faultline/elfsym"
 )
 
-func init() { extraCommands = append(extraCommands, newCompare) }
-
 // compareResult is one strategy's entry in faultline.compare/1.
 type compareResult struct {
 	Unwinder string               `json:"unwinder"`

@@ -9,8 +9,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { extraCommands = append(extraCommands, newConvert) }
-
 // Output formats of faultline convert.
 const (
 	convertNative       = "native"

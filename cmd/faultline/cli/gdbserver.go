@@ -17,8 +17,6 @@ import (
 	"github.com/faultline-dev/faultline/elfsym"
 )
 
-func init() { extraCommands = append(extraCommands, newGDBServer) }
-
 // defaultListen is where gdbserver listens without --listen or --stdio:
 // loopback, on OpenOCD's customary GDB port.
 const defaultListen = "127.0.0.1:3333"

@@ -95,16 +95,12 @@ status registers in plain words, and says how sure it is of every frame.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newAnalyze(), newSymbolize(), newInfo())
-	for _, extra := range extraCommands {
-		root.AddCommand(extra())
-	}
+	// The commands, in the order `faultline help` lists them (an explicit
+	// list: no init() registration).
+	root.AddCommand(newAnalyze(), newCompare(), newEmulate(), newSymbolize(), newInfo(),
+		newConvert(), newGDBServer())
 	return root
 }
-
-// extraCommands lets later commands (emulate, compare, gdbserver...) add
-// themselves in their own files; it is an explicit list, filled in order.
-var extraCommands []func() *cobra.Command
 
 // Run executes faultline with args and returns the exit status.
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
