@@ -6,7 +6,7 @@ BIN     := bin/faultline
 DEMO_ELF  := firmware-samples/build/gcc-m3-O2.elf
 DEMO_DUMP := fixtures/qemu/gcc-m3-O2-null_write_deep.json
 
-.PHONY: all deps toolchain build demo test vet race fuzz firmware firmware-check oracle clean
+.PHONY: all deps toolchain build demo test vet race fuzz firmware firmware-check oracle clean accuracy regress-example
 
 all: build
 
@@ -44,6 +44,7 @@ firmware: toolchain
 # Check that rebuilding the samples reproduces the committed ELFs.
 firmware-check: toolchain
 	$(MAKE) -C firmware-samples check
+	$(MAKE) -C firmware-samples/regress check
 
 # Regenerate the QEMU + GDB oracle fixtures.
 oracle: toolchain
@@ -56,3 +57,12 @@ clean:
 # oracle (fixtures/accuracy.md, and the copy in README.md).
 accuracy:
 	$(GO) test ./cmd/faultline/cli -run 'TestAccuracyTable' -count=1 -update
+
+# The example regression spec for the sample firmware must pass (JUnit in
+# reports/), and the deliberately broken build (a HardFault handler that
+# clobbers LR before the capture code reads it) must fail with status 1.
+regress-example: build
+	$(BIN) regress firmware-samples/regress/sample.json --junit reports/regress-sample.xml
+	@status=0; $(BIN) regress firmware-samples/regress/broken.json --junit reports/regress-broken.xml >/dev/null 2>&1 || status=$$?; \
+	if [ $$status -ne 1 ]; then echo "regress broken.json: exit status $$status, want 1"; exit 1; fi; \
+	echo "regress broken.json: fails as it must (exit 1, reports/regress-broken.xml)"
