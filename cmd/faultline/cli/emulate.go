@@ -122,15 +122,30 @@ func writeEmulateSummary(w io.Writer, res *emu.Result, path string) {
 	c := res.Cause
 	var b strings.Builder
 	exc := excName(res.Exception)
-	if res.Lockup {
+	v6m := strings.HasPrefix(res.CPU, "cortex-m0")
+	switch {
+	case res.Lockup:
 		fmt.Fprintf(&b, "The core locked up: %s", c.Fault)
-	} else if c.Forced && c.Fault != "HardFault" {
+	case v6m:
+		// ARMv6-M has only HardFault and no CFSR/HFSR: the bit names are
+		// the harness's diagnosis, not register contents.
+		b.WriteString(exc)
+	case c.Forced && c.Fault != "HardFault":
 		fmt.Fprintf(&b, "%s (escalated from %s)", exc, c.Fault)
-	} else {
+	default:
 		b.WriteString(exc)
 	}
-	if len(c.Bits) > 0 {
-		fmt.Fprintf(&b, " [%s]", strings.Join(c.Bits, " "))
+	var bits []string
+	for _, bit := range c.Bits {
+		if !v6m || bit != "FORCED" {
+			bits = append(bits, bit)
+		}
+	}
+	switch {
+	case v6m && len(bits) > 0:
+		fmt.Fprintf(&b, " [ARMv6-M, no fault status registers; on ARMv7-M: %s]", strings.Join(bits, " "))
+	case len(bits) > 0:
+		fmt.Fprintf(&b, " [%s]", strings.Join(bits, " "))
 	}
 	// The faulting frame is the one right after the first exception
 	// pseudo-frame (the handler's own frame comes first).

@@ -152,6 +152,29 @@ func TestEmulateNoFault(t *testing.T) {
 	}
 }
 
+// TestEmulateSummaryV6M: on ARMv6-M the one-line summary must not claim an
+// escalation from a configurable fault or a FORCED bit (v6-M has neither,
+// nor a CFSR); on ARMv7-M the same crash does escalate.
+func TestEmulateSummaryV6M(t *testing.T) {
+	skipWithoutEmulator(t)
+	for _, c := range []struct {
+		elf, cpu   string
+		want, deny string
+	}{
+		{"emu/testdata/fw-m0.elf", "cortex-m0", "HardFault [ARMv6-M, no fault status registers; on ARMv7-M: UNDEFINSTR]", "FORCED"},
+		{"emu/testdata/fw-m4.elf", "cortex-m4", "HardFault (escalated from UsageFault) [UNDEFINSTR FORCED]", "ARMv6-M"},
+	} {
+		out := filepath.Join(t.TempDir(), "udf.json")
+		stdout, stderr, code := run(t, "", "emulate", "--cpu", c.cpu, "--elf", filepath.Join(repo, c.elf), "-o", out, "--set", "crash_scenario=3")
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", c.cpu, code, stderr)
+		}
+		if !strings.Contains(stdout, c.want) || strings.Contains(stdout, c.deny) {
+			t.Errorf("%s: summary %q: want %q and no %q", c.cpu, stdout, c.want, c.deny)
+		}
+	}
+}
+
 func TestEmulateUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"emulate", "-o", "x.json"},
