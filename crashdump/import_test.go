@@ -39,6 +39,7 @@ func TestImportFixtures(t *testing.T) {
 		for _, tc := range []struct{ file, format string }{
 			{".crashcatcher.bin", FormatCrashCatcher},
 			{".crashcatcher.txt", FormatCrashCatcherHex},
+			{".crashcatcher-v2.bin", FormatCrashCatcher},
 			{".zephyr.bin", FormatZephyr},
 			{".zephyr.log", FormatZephyrLog},
 			{".memfault.bin", FormatMemfault},
@@ -55,7 +56,8 @@ func TestImportFixtures(t *testing.T) {
 				for i := 0; i < 13; i++ {
 					want[unwinders.R0+unwinders.Reg(i)] = p.R[i]
 				}
-				if tc.format != FormatZephyr && tc.format != FormatZephyrLog {
+				// Zephyr and CrashCatcher 2.0 carry no MSP/PSP.
+				if tc.format != FormatZephyr && tc.format != FormatZephyrLog && !strings.Contains(tc.file, "-v2") {
 					want[unwinders.MSP], want[unwinders.PSP] = p.MSP, p.PSP
 				}
 				if p.FP && strings.HasPrefix(tc.format, "crashcatcher") {
@@ -144,7 +146,7 @@ func TestWriteCrashCatcher(t *testing.T) {
 			}
 			s := readSource(t, name)
 			p := computePre(t, s)
-			want, _ := buildCrashCatcher(t, s, p, false)
+			want, _ := buildCrashCatcher(t, s, p, 3, false)
 			hdr := 88
 			if p.FP {
 				hdr += 132

@@ -192,10 +192,12 @@ func (l *layout) u32(v ...uint32) {
 }
 func (l *layout) raw(b []byte) { l.b.Write(b) }
 
-// buildCrashCatcher lays out a CrashCatcher 3.0 dump. It also returns the
+// buildCrashCatcher lays out a CrashCatcher dump, version 3.0 or (major 2)
+// 2.0, which has no MSP/PSP words: exceptionPSR sits at 76 and the FP block
+// at 80 (cortex-m.md section 7). It also returns the
 // byte ranges of each write call, for the hex transcript (one line per
 // call, as CrashCatcher_DumpMemory emits them).
-func buildCrashCatcher(t testing.TB, s *srcDump, p preState, overflow bool) ([]byte, [][2]int) {
+func buildCrashCatcher(t testing.TB, s *srcDump, p preState, major byte, overflow bool) ([]byte, [][2]int) {
 	l := &layout{t: t}
 	var calls [][2]int
 	call := func(fn func()) {
@@ -203,7 +205,7 @@ func buildCrashCatcher(t testing.TB, s *srcDump, p preState, overflow bool) ([]b
 		fn()
 		calls = append(calls, [2]int{start, l.b.Len()})
 	}
-	call(func() { l.at(0, "signature"); l.raw([]byte{'c', 'C', 3, 0}) })
+	call(func() { l.at(0, "signature"); l.raw([]byte{'c', 'C', major, 0}) })
 	var flags uint32
 	if p.FP {
 		flags = 1
@@ -214,9 +216,15 @@ func buildCrashCatcher(t testing.TB, s *srcDump, p preState, overflow bool) ([]b
 	call(func() { l.at(56, "r12"); l.u32(p.R[12]) })
 	call(func() { l.at(60, "sp"); l.u32(p.SP) })
 	call(func() { l.at(64, "lr pc xpsr"); l.u32(p.LR, p.PC, p.XPSR) })
-	call(func() { l.at(76, "msp psp exceptionPSR"); l.u32(p.EntryMSP, p.EntryPSP, p.ExcPSR) })
+	fpAt := 88
+	if major == 2 {
+		call(func() { l.at(76, "exceptionPSR (v2)"); l.u32(p.ExcPSR) })
+		fpAt = 80
+	} else {
+		call(func() { l.at(76, "msp psp exceptionPSR"); l.u32(p.EntryMSP, p.EntryPSP, p.ExcPSR) })
+	}
 	if p.FP {
-		call(func() { l.at(88, "s0-s31 fpscr"); l.u32(p.S[:]...); l.u32(p.FPSCR); l.at(88+132, "end of FP block") })
+		call(func() { l.at(fpAt, "s0-s31 fpscr"); l.u32(p.S[:]...); l.u32(p.FPSCR); l.at(fpAt+132, "end of FP block") })
 	}
 	for _, r := range s.Mem {
 		if r.Addr == 0xE000ED00 {
@@ -483,11 +491,13 @@ func buildImportFixtures(t testing.TB) []importFixture {
 	for _, name := range importSources {
 		s := readSource(t, name)
 		p := computePre(t, s)
-		cc, calls := buildCrashCatcher(t, s, p, false)
+		cc, calls := buildCrashCatcher(t, s, p, 3, false)
+		cc2, _ := buildCrashCatcher(t, s, p, 2, false)
 		z := buildZephyr(t, s, p)
 		out = append(out,
 			importFixture{name, name + ".crashcatcher.bin", cc, true},
 			importFixture{name, name + ".crashcatcher.txt", crashCatcherTranscript(cc, calls), true},
+			importFixture{name, name + ".crashcatcher-v2.bin", cc2, true},
 			importFixture{name, name + ".zephyr.bin", z, true},
 			importFixture{name, name + ".zephyr.log", zephyrLog(z), true},
 			importFixture{name, name + ".memfault.bin", buildMemfault(t, s, p), true},

@@ -71,7 +71,7 @@ func TestAnalyzeImported(t *testing.T) {
 			if len(pre) < 2 {
 				t.Fatalf("native backtrace %q has no frames after an exception frame", full)
 			}
-			for _, suffix := range []string{".crashcatcher.bin", ".crashcatcher.txt", ".zephyr.bin", ".zephyr.log", ".memfault.bin"} {
+			for _, suffix := range []string{".crashcatcher.bin", ".crashcatcher.txt", ".crashcatcher-v2.bin", ".zephyr.bin", ".zephyr.log", ".memfault.bin"} {
 				r := analyzeJSON(t, "--elf", elf, filepath.Join(imp, name+suffix))
 				if got := functions(r); !slices.Equal(got, pre) {
 					t.Errorf("%s: functions\n got %q\nwant %q", suffix, got, pre)
