@@ -495,7 +495,14 @@ func (d *Dump) preException() (regs unwinders.Registers, msp, psp, excPSR uint32
 	if err != nil {
 		return regs, 0, 0, 0, fmt.Errorf("%w: %w", ErrNoPreException, err)
 	}
-	if x := interrupted.Regs.Value(unwinders.XPSR); x&(1<<24) == 0 || interrupted.Regs.Value(unwinders.PC)&1 != 0 {
+	// A stacked xPSR has the Thumb bit set, except after a branch to an
+	// even address (a NULL or ARM-state function pointer): the core then
+	// faults on that instruction (INVSTATE, or IACCVIOL/IBUSERR when the
+	// fetch itself is refused first) and the clear T bit is the true state.
+	cfsr, _ := d.Fault.CFSR.Get()
+	const iacc, ibus, invstate = 1 << 0, 1 << 8, 1 << 17
+	branchedEven := cfsr&(iacc|ibus|invstate) != 0
+	if x := interrupted.Regs.Value(unwinders.XPSR); (x&(1<<24) == 0 && !branchedEven) || interrupted.Regs.Value(unwinders.PC)&1 != 0 {
 		return regs, 0, 0, 0, fmt.Errorf("%w: the %s frame at 0x%08x (stacked xPSR 0x%08x, PC 0x%08x) is not a plausible exception frame: the dump is probably not taken at the handler's first instruction",
 			ErrNoPreException, pseudo.Exception.Stack, pseudo.Exception.Base, x, interrupted.Regs.Value(unwinders.PC))
 	}

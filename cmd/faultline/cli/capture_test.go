@@ -237,9 +237,11 @@ func TestCaptureQEMUFixtures(t *testing.T) {
 // FPSCR is compared with QEMU only: the capture reads it from the extended
 // frame after its first FP instruction has made the core perform the
 // pending lazy stacking (FPCCR.LSPACT), which the emulator does not model
-// (it leaves that slot as the exception entry reserved it). And the
-// exporter refuses a frame whose stacked xPSR has the Thumb bit clear (a
-// branch to an even address, null_fnptr): those are logged, not compared.
+// (it leaves that slot as the exception entry reserved it). A dump whose
+// state before the exception cannot be recovered is logged, not compared
+// (none of the current fixtures: null_fnptr's stacked xPSR has the Thumb
+// bit clear, which the exporter accepts since the CFSR shows the
+// instruction-side fault).
 func samePreException(t *testing.T, capture *crashdump.Dump, ref string, what string, withFPSCR bool) {
 	t.Helper()
 	d, err := crashdump.Load(ref)
