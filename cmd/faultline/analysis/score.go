@@ -86,7 +86,41 @@ func CandidateNames(frames []FrameJSON, inlined bool) []string {
 	return names
 }
 
-// ScoreReport scores a report against a truth.
+// ScoreReport scores a report against a truth, comparing like with like
+// (ReportNames).
 func ScoreReport(r *Report, tr *crashdump.Truth) Score {
-	return ScoreNames(TruthNames(tr), CandidateNames(r.Frames, TruthHasInlined(tr)))
+	return ScoreNames(TruthNames(tr), ReportNames(r, tr))
+}
+
+// ReportNames returns the report's function list in the truth's terms. A
+// truth with inlined frames (GDB's) names frames readably, as the report's
+// Function does. The emulator's shadow call stack names each frame by the
+// raw ELF symbol of the function holding its PC and lists no inlined
+// frames: it is compared with each frame's raw Symbol (none in the gap past
+// a symbol's end), since for C++ the readable name is demangled
+// ("Journal::~Journal()" for the truth's "_ZN7JournalD1Ev").
+func ReportNames(r *Report, tr *crashdump.Truth) []string {
+	if TruthHasInlined(tr) {
+		return CandidateNames(r.Frames, true)
+	}
+	exc, inl := unwinders.KindException.String(), unwinders.KindInlined.String()
+	start := 0
+	for i, f := range r.Frames {
+		if f.Kind == exc {
+			start = i + 1
+			break
+		}
+	}
+	var names []string
+	for _, f := range r.Frames[start:] {
+		if f.Kind == exc || f.Kind == inl {
+			continue
+		}
+		name := f.Symbol
+		if f.Gap {
+			name = ""
+		}
+		names = append(names, name)
+	}
+	return names
 }
