@@ -171,7 +171,7 @@ func (m *machine) fetchDenyRanges() [][2]uint32 {
 // mpuCovered reports whether an enabled region (and subregion) contains a.
 func (s *SCS) mpuCovered(a uint32) bool {
 	if s.v8m {
-		_, _, hit := s.mpuLookupV8(a)
+		_, _, hit, _ := s.mpuLookupV8(a)
 		return hit
 	}
 	_, _, hit := s.mpuLookupV7(a)

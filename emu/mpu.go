@@ -3,9 +3,12 @@ package emu
 import "github.com/faultline-dev/faultline/emu/uc"
 
 // The MPU model: PMSAv7 on ARMv7-M (ARMv7-M ARM B3.5: MPU_CTRL, MPU_RNR,
-// MPU_RBAR, MPU_RASR with SIZE, SRD, AP and XN) and PMSAv8 on ARMv8-M
-// (ARMv8-M ARM D1.2: MPU_RBAR with AP/XN, MPU_RLAR with LIMIT/EN; MAIR is
-// stored only).
+// MPU_RBAR, MPU_RASR with SIZE, SRD, AP and XN, and the RBAR_An/RASR_An
+// aliases) and PMSAv8 on ARMv8-M (ARMv8-M ARM B3.5 and D1.2: MPU_RBAR with
+// AP/XN, MPU_RLAR with LIMIT/EN, the RBAR_An/RLAR_An aliases of regions
+// MPU_RNR[7:2]:n; MPU_MAIR0/1 are stored only). Unlike PMSAv7, PMSAv8
+// regions have no priority: an address that lies in two or more enabled
+// regions is a MemManage fault whatever their attributes.
 //
 // How it is enforced: Unicorn maps memory in 1 KiB pages and cannot give a
 // 32-byte region its own permissions, so the MPU is modelled by the harness:
@@ -81,7 +84,11 @@ func (s *SCS) mpuDeniedPriv(addr uint32, kind mpuAccess, priv bool) bool {
 	var ap uint32
 	var xn, hit bool
 	if s.v8m {
-		ap, xn, hit = s.mpuLookupV8(addr)
+		var multi bool
+		ap, xn, hit, multi = s.mpuLookupV8(addr)
+		if multi {
+			return true
+		}
 		if !hit {
 			return !(priv && s.MPUCtrl&mpuPRIVDEFENA != 0)
 		}
@@ -150,9 +157,12 @@ func (s *SCS) mpuLookupV7(addr uint32) (ap uint32, xn, hit bool) {
 	return 0, false, false
 }
 
-// mpuLookupV8 finds the PMSAv8 region that contains addr (regions must not
-// overlap; the lowest number is used if they do).
-func (s *SCS) mpuLookupV8(addr uint32) (ap uint32, xn, hit bool) {
+// mpuLookupV8 finds the PMSAv8 region that contains addr. Regions must not
+// overlap: an address that matches two or more enabled regions is a
+// MemManage fault for every access (ARMv8-M ARM B3.5, the MPUCheck()
+// pseudocode; QEMU's get_phys_addr_pmsav8 does the same), so multi reports
+// it and the caller denies the access.
+func (s *SCS) mpuLookupV8(addr uint32) (ap uint32, xn, hit, multi bool) {
 	for n := range s.MPURASR {
 		rlar := s.MPURASR[n]
 		if rlar&1 == 0 {
@@ -161,9 +171,12 @@ func (s *SCS) mpuLookupV8(addr uint32) (ap uint32, xn, hit bool) {
 		base := s.MPURBAR[n] &^ 0x1f
 		limit := rlar | 0x1f
 		if addr >= base && addr <= limit {
+			if hit {
+				return 0, false, true, true
+			}
 			rbar := s.MPURBAR[n]
-			return (rbar >> 1) & 3, rbar&1 != 0, true
+			ap, xn, hit = (rbar>>1)&3, rbar&1 != 0, true
 		}
 	}
-	return 0, false, false
+	return ap, xn, hit, false
 }

@@ -185,10 +185,21 @@ func (m *machine) setActive(exc int, on bool) {
 		}
 		return
 	}
+	bit := shcsrActive[exc]
+	if s.v8m {
+		// ARMv8-M adds HARDFAULTACT (bit 2) and NMIACT (bit 5) (ARMv8-M
+		// ARM D1.2, SHCSR); QEMU's mps2-an505 shows them too.
+		switch exc {
+		case excHardFault:
+			bit = 1 << 2
+		case excNMI:
+			bit = 1 << 5
+		}
+	}
 	if on {
-		s.SHCSR |= shcsrActive[exc]
+		s.SHCSR |= bit
 	} else {
-		s.SHCSR &^= shcsrActive[exc]
+		s.SHCSR &^= bit
 	}
 }
 

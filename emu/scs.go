@@ -34,7 +34,10 @@ const (
 	addrMPUCtrl    = 0xE000ED94
 	addrMPURNR     = 0xE000ED98
 	addrMPURBAR    = 0xE000ED9C
-	addrMPURASR    = 0xE000EDA0
+	addrMPURASR    = 0xE000EDA0 // MPU_RLAR on ARMv8-M
+	addrMPUAliases = 0xE000EDB8 // the last alias, MPU_RASR_A3 / MPU_RLAR_A3
+	addrMPUMAIR0   = 0xE000EDC0 // ARMv8-M
+	addrMPUMAIR1   = 0xE000EDC4
 	addrSTIR       = 0xE000EF00
 	addrFPCCR      = 0xE000EF34
 	addrFPCAR      = 0xE000EF38
@@ -146,7 +149,8 @@ type SCS struct {
 	MPUCtrl uint32
 	MPURNR  uint32
 	MPURBAR [16]uint32
-	MPURASR [16]uint32
+	MPURASR [16]uint32 // MPU_RLAR on ARMv8-M
+	MPUMAIR [2]uint32  // ARMv8-M MPU_MAIR0/1: stored, not used
 
 	// VectActive is the exception the core is handling (ICSR.VECTACTIVE),
 	// kept by the harness.
@@ -206,6 +210,15 @@ func (s *SCS) read32(a uint32) uint32 {
 		i := a - addrSHPR1
 		return uint32(s.SHPR[i]) | uint32(s.SHPR[i+1])<<8 | uint32(s.SHPR[i+2])<<16 | uint32(s.SHPR[i+3])<<24
 	}
+	if n, rbar, ok := s.mpuRegister(a); ok {
+		switch {
+		case !rbar:
+			return s.MPURASR[n]
+		case s.v8m:
+			return s.MPURBAR[n]
+		}
+		return s.MPURBAR[n] | n // REGION reads as the region number
+	}
 	switch a {
 	case addrSysTickCSR:
 		if s.sysTickAdvance(s.clock()) {
@@ -253,13 +266,10 @@ func (s *SCS) read32(a uint32) uint32 {
 		return s.MPUCtrl
 	case addrMPURNR:
 		return s.MPURNR
-	case addrMPURBAR:
+	case addrMPUMAIR0, addrMPUMAIR1:
 		if s.v8m {
-			return s.MPURBAR[s.MPURNR&15]
+			return s.MPUMAIR[(a-addrMPUMAIR0)/4]
 		}
-		return s.MPURBAR[s.MPURNR&15] | s.MPURNR&15
-	case addrMPURASR:
-		return s.MPURASR[s.MPURNR&15]
 	case addrFPCCR:
 		return s.FPCCR
 	case addrFPCAR:
@@ -324,6 +334,22 @@ func (s *SCS) write(addr uint32, size int, v uint32) {
 		return
 	}
 	merge := func(old uint32) uint32 { return old&^mask | v }
+	if n, rbar, ok := s.mpuRegister(a); ok {
+		switch {
+		case !rbar:
+			s.MPURASR[n] = merge(s.MPURASR[n])
+		case s.v8m:
+			// PMSAv8: BASE, SH, AP, XN; no VALID/REGION fields.
+			s.MPURBAR[n] = merge(s.MPURBAR[n])
+		default:
+			r := merge(s.MPURBAR[n] | n)
+			if r&(1<<4) != 0 { // VALID: the region number comes with the address
+				s.MPURNR, n = r&15, r&15
+			}
+			s.MPURBAR[n] = r &^ 0x1f
+		}
+		return
+	}
 	switch a {
 	case addrSysTickCSR:
 		now := s.clock()
@@ -387,19 +413,11 @@ func (s *SCS) write(addr uint32, size int, v uint32) {
 		s.MPUCtrl = merge(s.MPUCtrl) & 7
 	case addrMPURNR:
 		s.MPURNR = merge(s.MPURNR) & 0xff
-	case addrMPURBAR:
+	case addrMPUMAIR0, addrMPUMAIR1:
 		if s.v8m {
-			// PMSAv8: BASE, SH, AP, XN; no VALID/REGION fields.
-			s.MPURBAR[s.MPURNR&15] = merge(s.MPURBAR[s.MPURNR&15])
-			break
+			i := (a - addrMPUMAIR0) / 4
+			s.MPUMAIR[i] = merge(s.MPUMAIR[i])
 		}
-		r := merge(s.MPURBAR[s.MPURNR&15] | s.MPURNR&15)
-		if r&(1<<4) != 0 { // VALID: the region number comes with the address
-			s.MPURNR = r & 15
-		}
-		s.MPURBAR[s.MPURNR&15] = r &^ 0x1f
-	case addrMPURASR:
-		s.MPURASR[s.MPURNR&15] = merge(s.MPURASR[s.MPURNR&15])
 	case addrSTIR:
 		if n := v & 0x1ff; n < 496 {
 			s.NVICPending[n/32] |= 1 << (n % 32)
@@ -411,6 +429,24 @@ func (s *SCS) write(addr uint32, size int, v uint32) {
 	case addrFPDSCR:
 		s.FPDSCR = merge(s.FPDSCR)
 	}
+}
+
+// mpuRegister decodes an address in MPU_RBAR..MPU_RASR_A3 (ARMv7-M ARM
+// B3.5.3: RBAR_An and RASR_An are aliases of MPU_RBAR and MPU_RASR for the
+// region MPU_RNR selects) or MPU_RBAR..MPU_RLAR_A3 (ARMv8-M ARM D1.2:
+// RBAR_An and RLAR_An reach region MPU_RNR[7:2]:n, as CMSIS's
+// ARM_MPU_Load uses them): the region number and whether a is an RBAR
+// (else RASR/RLAR).
+func (s *SCS) mpuRegister(a uint32) (n uint32, rbar, ok bool) {
+	if a < addrMPURBAR || a > addrMPUAliases {
+		return 0, false, false
+	}
+	off := a - addrMPURBAR
+	n = s.MPURNR
+	if s.v8m && off >= 8 {
+		n = n&^3 + off/8
+	}
+	return n & 15, off%8 == 0, true
 }
 
 // priority returns the configured priority of exception exc (B1.5.4):

@@ -40,11 +40,16 @@ static int privileged(fl_tracker *t) {
 	return (control & 1) == 0;
 }
 
+enum { NO_REGION = -1, MULTIPLE_REGIONS = -2 };
+
 // region finds the MPU region deciding addr: PMSAv7 the highest-numbered
-// enabled region containing it whose subregion is enabled; PMSAv8 the
-// lowest-numbered. It returns -1 for none (the background map).
+// enabled region containing it whose subregion is enabled; PMSAv8 the only
+// enabled region containing it, MULTIPLE_REGIONS when there are several
+// (ARMv8-M ARM B3.5: PMSAv8 regions have no priority, an address in two
+// regions faults). It returns NO_REGION for none (the background map).
 static int region(fl_tracker *t, uint32_t addr) {
 	if (t->v8m) {
+		int found = NO_REGION;
 		for (int n = 0; n < 16; n++) {
 			uint32_t rlar = t->rlim[n];
 			if ((rlar & 1) == 0) {
@@ -52,10 +57,13 @@ static int region(fl_tracker *t, uint32_t addr) {
 			}
 			uint32_t base = t->rbar[n] & ~0x1fu, limit = rlar | 0x1f;
 			if (addr >= base && addr <= limit) {
-				return n;
+				if (found != NO_REGION) {
+					return MULTIPLE_REGIONS;
+				}
+				found = n;
 			}
 		}
-		return -1;
+		return found;
 	}
 	for (int n = 15; n >= 0; n--) {
 		uint32_t rasr = t->rlim[n];
@@ -80,7 +88,7 @@ static int region(fl_tracker *t, uint32_t addr) {
 		}
 		return n;
 	}
-	return -1;
+	return NO_REGION;
 }
 
 // fl_mpu_denied reports whether the MPU denies an access of kind (K_*) at
@@ -93,7 +101,9 @@ int fl_mpu_denied(fl_tracker *t, uint32_t addr, int kind, int priv) {
 	}
 	int n = region(t, addr);
 	int r_priv, w_priv, r_user, w_user, xn = 0;
-	if (n < 0) {
+	if (n == MULTIPLE_REGIONS) {
+		r_priv = w_priv = r_user = w_user = 0;
+	} else if (n < 0) {
 		// Background region: privileged only, with PRIVDEFENA.
 		r_priv = w_priv = (t->mpu_ctrl & 4) != 0;
 		r_user = w_user = 0;

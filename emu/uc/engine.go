@@ -47,6 +47,7 @@ func Open(model CPUModel) (*Engine, error) {
 	if err := C.fl_open(C.int(model), &h); err != C.UC_ERR_OK {
 		return nil, &OpError{Op: "open " + model.String(), Err: Error(err)}
 	}
+	live.engines.Add(1)
 	return &Engine{
 		h:        h,
 		model:    model,
@@ -67,16 +68,18 @@ func (e *Engine) Close() error {
 	for c := range e.contexts {
 		C.uc_context_free(c.p)
 		c.p = nil
+		live.contexts.Add(-1)
 	}
 	clear(e.contexts)
 	err := C.uc_close(e.h)
 	e.h = nil
+	live.engines.Add(-1)
 	for _, hd := range e.hooks {
-		hd.Delete()
+		deleteHandle(hd)
 	}
 	clear(e.hooks)
 	for _, hd := range e.mmio {
-		hd.Delete()
+		deleteHandle(hd)
 	}
 	e.mmio = nil
 	if err != C.UC_ERR_OK {
@@ -188,9 +191,9 @@ func (e *Engine) MMIOMap(addr, size uint64, read func(offset uint64, size int) u
 	if err := e.check(); err != nil {
 		return err
 	}
-	hd := cgo.NewHandle(&callback{e: e, mmioRead: read, mmioWrite: write})
+	hd := newHandle(&callback{e: e, mmioRead: read, mmioWrite: write})
 	if err := C.fl_mmio_map(e.h, C.uint64_t(addr), C.size_t(size), C.uintptr_t(hd)); err != C.UC_ERR_OK {
-		hd.Delete()
+		deleteHandle(hd)
 		return &OpError{Op: "mmio_map", Addr: addr, HasAddr: true, Err: Error(err)}
 	}
 	e.mmio = append(e.mmio, hd)
@@ -244,10 +247,10 @@ func (e *Engine) addHook(op string, cb *callback, add func(*C.uc_hook, C.uintptr
 		return 0, err
 	}
 	cb.e = e
-	hd := cgo.NewHandle(cb)
+	hd := newHandle(cb)
 	var hh C.uc_hook
 	if err := add(&hh, C.uintptr_t(hd)); err != C.UC_ERR_OK {
-		hd.Delete()
+		deleteHandle(hd)
 		return 0, &OpError{Op: "hook_add " + op, Err: Error(err)}
 	}
 	e.hooks[Hook(hh)] = hd
@@ -310,7 +313,7 @@ func (e *Engine) HookDel(h Hook) error {
 		return &OpError{Op: "hook_del", Addr: uint64(h), HasAddr: true, Err: Error(err)}
 	}
 	delete(e.hooks, h)
-	hd.Delete()
+	deleteHandle(hd)
 	return nil
 }
 
@@ -402,6 +405,7 @@ func (e *Engine) SaveContext(c *Context) (*Context, error) {
 		if err := C.uc_context_alloc(e.h, &p); err != C.UC_ERR_OK {
 			return nil, &OpError{Op: "context_alloc", Err: Error(err)}
 		}
+		live.contexts.Add(1)
 		c = &Context{e: e, p: p}
 		e.contexts[c] = struct{}{}
 	}
@@ -432,6 +436,7 @@ func (c *Context) Free() {
 	}
 	C.uc_context_free(c.p)
 	c.p = nil
+	live.contexts.Add(-1)
 	if c.e != nil {
 		delete(c.e.contexts, c)
 	}
@@ -449,6 +454,18 @@ func (cb *callback) recover(kind string) {
 			C.uc_emu_stop(e.h)
 		}
 	}
+}
+
+// newHandle and deleteHandle wrap cgo.NewHandle and Handle.Delete for the
+// user data given to C, keeping LiveCounts.Handles.
+func newHandle(cb *callback) cgo.Handle {
+	live.handles.Add(1)
+	return cgo.NewHandle(cb)
+}
+
+func deleteHandle(h cgo.Handle) {
+	h.Delete()
+	live.handles.Add(-1)
 }
 
 func lookup(h C.uintptr_t) *callback {

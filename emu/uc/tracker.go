@@ -48,6 +48,7 @@ func (e *Engine) NewTracker(shadow bool, capacity int) (*Tracker, error) {
 	if p == nil {
 		return nil, &OpError{Op: "tracker", Err: Error(uerr)}
 	}
+	live.trackers.Add(1)
 	t := &Tracker{e: e, p: p}
 	e.tracker = t
 	return t, nil
@@ -55,12 +56,13 @@ func (e *Engine) NewTracker(shadow bool, capacity int) (*Tracker, error) {
 
 func (t *Tracker) free() {
 	if t.handle != 0 {
-		t.handle.Delete()
+		deleteHandle(t.handle)
 		t.handle = 0
 	}
 	if t.p != nil {
 		C.fl_tracker_free(t.p)
 		t.p = nil
+		live.trackers.Add(-1)
 	}
 	if t.e != nil {
 		t.e.tracker = nil
@@ -227,14 +229,14 @@ func CountThumb(code []byte) (n int, endsCall bool) {
 // true. It runs inside the emulation: it must not call Start or FlushTBs.
 func (t *Tracker) SetEventHandler(fn func(addr uint32) bool) {
 	if t.handle != 0 {
-		t.handle.Delete()
+		deleteHandle(t.handle)
 		t.handle = 0
 		t.p.handle = 0
 	}
 	if fn == nil {
 		return
 	}
-	t.handle = cgo.NewHandle(&callback{e: t.e, event: fn})
+	t.handle = newHandle(&callback{e: t.e, event: fn})
 	t.p.handle = C.uintptr_t(t.handle)
 }
 
