@@ -11,6 +11,7 @@ import "C"
 
 import (
 	"runtime/cgo"
+	"sync"
 	"time"
 	"unsafe"
 )
@@ -329,14 +330,20 @@ func (e *Engine) Start(begin, until uint64, timeout time.Duration, count uint64)
 		return err
 	}
 	e.panicked = nil
-	var us C.uint64_t
+	// The timeout is a Go timer calling uc_emu_stop, not uc_emu_start's
+	// own: Unicorn 2.0.1's timer thread (it polls with usleep(2) and is
+	// joined at the end of every start) was seen to stop a later, short
+	// start at random under load: 3 of 5,430 emulator runs with 4 engines
+	// running at once on 2 cores ended "stopped unexpectedly" or with a
+	// replay that did not repeat its fault, and none with this watchdog.
+	var wd *watchdog
 	if timeout > 0 {
-		us = C.uint64_t(timeout / time.Microsecond)
-		if us == 0 {
-			us = 1
-		}
+		wd = armWatchdog(e.h, timeout)
 	}
-	err := C.uc_emu_start(e.h, C.uint64_t(begin), C.uint64_t(until), us, C.size_t(count))
+	err := C.uc_emu_start(e.h, C.uint64_t(begin), C.uint64_t(until), 0, C.size_t(count))
+	if wd != nil {
+		wd.disarm()
+	}
 	if p := e.panicked; p != nil {
 		e.panicked = nil
 		return p
@@ -559,3 +566,31 @@ const (
 	_, _ = uint(int(MemReadAfter) - C.UC_MEM_READ_AFTER), uint(C.UC_MEM_READ_AFTER - int(MemReadAfter))
 	_, _ = uint(int(ErrException) - C.UC_ERR_EXCEPTION), uint(C.UC_ERR_EXCEPTION - int(ErrException))
 )
+
+// A watchdog stops one uc_emu_start after a timeout. Its callback and
+// disarm are serialised, so a watchdog that fires late never stops a later
+// start; uc_emu_stop on an engine whose emulation is done does nothing.
+type watchdog struct {
+	mu   sync.Mutex
+	live bool
+	t    *time.Timer
+}
+
+func armWatchdog(h *C.uc_engine, d time.Duration) *watchdog {
+	w := &watchdog{live: true}
+	w.t = time.AfterFunc(d, func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.live {
+			C.uc_emu_stop(h)
+		}
+	})
+	return w
+}
+
+func (w *watchdog) disarm() {
+	w.mu.Lock()
+	w.live = false
+	w.mu.Unlock()
+	w.t.Stop()
+}
