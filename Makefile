@@ -6,7 +6,7 @@ BIN     := bin/faultline
 DEMO_ELF  := firmware-samples/build/gcc-m3-O2.elf
 DEMO_DUMP := fixtures/qemu/gcc-m3-O2-null_write_deep.json
 
-.PHONY: all deps toolchain build demo test vet race fuzz firmware firmware-check oracle clean accuracy regress-example
+.PHONY: all deps toolchain build demo test vet race fuzz firmware firmware-check oracle clean accuracy regress-example matrix matrix-readme
 
 all: build
 
@@ -45,6 +45,7 @@ firmware: toolchain
 firmware-check: toolchain
 	$(MAKE) -C firmware-samples check
 	$(MAKE) -C firmware-samples/regress check
+	$(MAKE) -C firmware-samples/matrix check
 
 # Regenerate the QEMU + GDB oracle fixtures.
 oracle: toolchain
@@ -66,3 +67,14 @@ regress-example: build
 	@status=0; $(BIN) regress firmware-samples/regress/broken.json --junit reports/regress-broken.xml >/dev/null 2>&1 || status=$$?; \
 	if [ $$status -ne 1 ]; then echo "regress broken.json: exit status $$status, want 1"; exit 1; fi; \
 	echo "regress broken.json: fails as it must (exit 1, reports/regress-broken.xml)"
+
+# Every (build, scenario) of the sample matrix in the emulator, every
+# strategy scored against the true call stack; fails on a failure that
+# firmware-samples/matrix/known-failures.txt does not list.
+matrix: build
+	$(BIN) matrix -o reports/matrix.html --format html
+	$(BIN) matrix
+
+# Refresh the matrix table in README.md.
+matrix-readme: build
+	$(BIN) matrix --update-readme README.md
