@@ -6,7 +6,7 @@ BIN     := bin/faultline
 DEMO_ELF  := firmware-samples/build/gcc-m3-O2.elf
 DEMO_DUMP := fixtures/qemu/gcc-m3-O2-null_write_deep.json
 
-.PHONY: all deps toolchain build demo test vet race fuzz firmware firmware-check oracle clean accuracy regress-example matrix matrix-readme
+.PHONY: all deps toolchain build demo test vet race fuzz firmware firmware-check oracle clean accuracy regress-example matrix matrix-readme hostile-check
 
 all: build
 
@@ -29,13 +29,24 @@ test: deps
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
-# Run each fuzz target for a fixed budget.
+# Run each fuzz target for a fixed budget, after the committed corpus of
+# hostile inputs (fixtures/hostile) has been checked against the errors it
+# must give. FUZZMINTIME keeps Go from spending the whole budget
+# minimising its first new input.
 FUZZTIME ?= 20s
+FUZZMINTIME ?= 3s
 fuzz: deps
+	$(GO) test -count=1 -run TestHostileCorpus ./cmd/faultline/cli
 	@set -e; for pkg in $$($(GO) list ./...); do \
 	  for t in $$($(GO) test -list 'Fuzz.*' $$pkg | grep '^Fuzz' || true); do \
-	    echo "== $$pkg $$t"; $(GO) test -run XXX -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	    echo "== $$pkg $$t"; $(GO) test -run XXX -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) $$pkg; \
 	  done; done
+
+# The hostile corpus is generated from the committed fixtures: regenerating
+# it must change nothing.
+hostile-check: deps
+	$(GO) run ./fixtures/hostile/_gen
+	git diff --exit-code -- fixtures/hostile
 
 # Rebuild the sample firmware (needs the cross toolchain).
 firmware: toolchain

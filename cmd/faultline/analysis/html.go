@@ -401,17 +401,17 @@ details summary{cursor:pointer;color:#33415c;list-style-position:outside;margin:
 details summary code{white-space:pre;background:none}
 details summary code i,pre.src span i{display:inline-block;width:44px;color:#98a2b3;font-style:normal;text-align:right;margin-right:14px;user-select:none}
 .srcpath{color:var(--muted);font-size:11.5px;font-family:var(--mono)}
-.stacks{display:flex;flex-wrap:wrap;gap:24px;align-items:flex-start}
+.stacks{display:flex;flex-wrap:wrap;gap:24px;align-items:flex-start;overflow-x:auto}
 .legend{display:flex;flex-wrap:wrap;gap:14px;font-size:12.5px;color:var(--muted);margin-bottom:10px}
 .legend i{display:inline-block;width:12px;height:12px;border:1px solid #9aa5b8;border-radius:2px;vertical-align:-2px;margin-right:5px}
 svg.stack text{font-family:var(--mono);font-size:12px;fill:#1d2330}
 svg.stack text.colhead{font-family:var(--sans);font-weight:600;font-size:13px}
-svg.stack text.hint{font-family:var(--sans);font-size:11px;fill:#8792a6}
+svg.stack text.hint{font-family:var(--sans);font-size:11px;fill:#6b778c}
 svg.stack text.addr{fill:#5b6577}
 svg.stack text.lab{font-family:var(--sans);font-size:11.5px}
 svg.stack text.note{font-family:var(--sans);font-size:11.5px;fill:#5b6577;font-style:italic}
 svg.stack text.title{font-weight:600;font-size:12px}
-svg.stack text.sub{font-family:var(--sans);font-size:11px;fill:#5b6577}
+svg.stack .sub{font-family:var(--sans);font-size:11px;font-weight:400;fill:#5b6577}
 svg.stack text.mark{font-weight:700;fill:#0b57d0;font-size:11.5px}
 svg.stack rect.w{fill:#f3f6fb;stroke:#dfe4ec;stroke-width:1}
 svg.stack rect.w.alt{fill:#e8eef7}
@@ -423,6 +423,7 @@ svg.stack rect.w.pad{fill:#e9ebef;stroke-dasharray:3 2}
 svg.stack rect.w.lr{fill:#cdeed8;stroke:#3f9b62}
 svg.stack rect.w.gap{fill:#fafbfc;stroke-dasharray:2 3}
 svg.stack rect.w.empty{fill:#fff;stroke:#c4cad4;stroke-dasharray:4 3}
+svg.stack rect.w.empty.faulting{fill:#fde7e4}
 svg.stack line.sep{stroke:#6b778c;stroke-width:1.5}
 svg.stack path.br{fill:none;stroke:#6b778c;stroke-width:1.5}
 svg.stack path.brexc{stroke:#c77700}
@@ -431,7 +432,7 @@ svg.stack path.arrow{fill:none;stroke:#0b57d0;stroke-width:1.6}
 .regs{display:grid;grid-template-columns:repeat(4,minmax(0,1fr));gap:4px 16px}
 .regs div{font-family:var(--mono);font-size:12.5px;padding:3px 0;border-bottom:1px solid #eef1f5}
 .regs div b{display:inline-block;width:78px;color:var(--muted);font-weight:500}
-.regs div.unk span{color:#aab2c0}
+.regs div.unk span{color:#8792a6}
 .regs div em{display:block;font-style:normal;color:#5b6577;font-family:var(--sans);font-size:11.5px}
 .warn li{color:#8a4b00}
 footer{color:var(--muted);font-size:12px;margin-top:18px;text-align:center}

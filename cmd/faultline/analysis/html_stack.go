@@ -367,11 +367,16 @@ const (
 	svgMarkW   = 58  // SP arrows
 	svgAddrW   = 88  // address
 	svgValW    = 88  // value
-	svgLabelW  = 232 // what the word is
+	svgLabelW  = 272 // what the word is: room for 40 characters
 	svgBracket = 10  // bracket
-	svgTitleW  = 292
+	svgTitleW  = 340
 	svgWidth   = svgMarkW + svgAddrW + svgValW + svgLabelW + svgBracket + svgTitleW
 	svgHeadH   = 26
+	// Widths of one character in tenths of a pixel, a little generous,
+	// for clipping text to its column: the 12px monospace title (0.6 em)
+	// and the 11px sans-serif detail (an average character).
+	svgTitleCharW = 73
+	svgSubCharW   = 62
 )
 
 // stackSVG draws one column: addresses grow upwards, each frame's span is
@@ -402,6 +407,10 @@ func stackSVG(c StackColumn) string {
 	xVal := x0 + svgAddrW
 	xLab := xVal + svgValW
 	xBr := xLab + svgLabelW
+	// The labels go into a nested viewport that clips them to their
+	// column, so that a name wider than the estimate never runs into the
+	// bracket.
+	var labels strings.Builder
 	fmt.Fprintf(&s, `<text class="colhead" x="%d" y="16">%s stack</text>`, x0, esc(c.Name))
 	fmt.Fprintf(&s, `<text class="hint" x="%d" y="16">↑ higher addresses</text>`, xLab)
 	y := svgHeadH
@@ -421,7 +430,11 @@ func stackSVG(c StackColumn) string {
 		}
 		switch {
 		case r.empty:
-			fmt.Fprintf(&s, `<rect class="w empty" x="%d" y="%d" width="%d" height="%d"/>`, x0, y, xBr-x0, svgRowH)
+			ecls := "w empty"
+			if c.Blocks[r.block].Faulting {
+				ecls += " faulting"
+			}
+			fmt.Fprintf(&s, `<rect class="%s" x="%d" y="%d" width="%d" height="%d"/>`, ecls, x0, y, xBr-x0, svgRowH)
 			fmt.Fprintf(&s, `<text class="note" x="%d" y="%d">%s</text>`, x0+8, y+14, esc(c.Blocks[r.block].Empty))
 		case r.w.Gap > 0:
 			fmt.Fprintf(&s, `<rect class="%s gap" x="%d" y="%d" width="%d" height="%d"/>`, cls, x0, y, xBr-x0, svgRowH)
@@ -435,7 +448,7 @@ func stackSVG(c StackColumn) string {
 			}
 			fmt.Fprintf(&s, `<text class="val" x="%d" y="%d">%s</text>`, xVal+6, y+14, val)
 			if r.w.Label != "" {
-				fmt.Fprintf(&s, `<text class="lab" x="%d" y="%d">%s</text>`, xLab+6, y+14, esc(clip(r.w.Label, 36)))
+				fmt.Fprintf(&labels, `<text class="lab" x="6" y="%d">%s</text>`, y+14, esc(clip(r.w.Label, 40)))
 			}
 		}
 		// The block separator above the block's first row.
@@ -446,6 +459,9 @@ func stackSVG(c StackColumn) string {
 	}
 	if len(rows) > 0 {
 		fmt.Fprintf(&s, `<line class="sep" x1="%d" y1="%d" x2="%d" y2="%d"/>`, x0, y, xBr, y)
+	}
+	if labels.Len() > 0 {
+		fmt.Fprintf(&s, `<svg x="%d" y="0" width="%d" height="%d" overflow="hidden">%s</svg>`, xLab, svgLabelW-4, h, labels.String())
 	}
 	// Brackets and titles.
 	y = svgHeadH
@@ -465,12 +481,21 @@ func stackSVG(c StackColumn) string {
 			cls += " brfault"
 		}
 		fmt.Fprintf(&s, `<path class="%s" d="M%d %d h6 V%d h-6"/>`, cls, xBr+1, top, bot)
-		ty := (top+bot)/2 - 2
+		title := clip(b.Title, 40)
 		if n == 1 {
-			ty = top + 10
+			// One row: the detail goes on the title's line, so that it
+			// cannot run into the title of a one-row block below.
+			room := (10*(svgTitleW-svgBracket-16) - svgTitleCharW*len([]rune(title))) / svgSubCharW
+			fmt.Fprintf(&s, `<text class="title" x="%d" y="%d">%s`, xBr+svgBracket+4, top+12, esc(title))
+			if room >= 8 {
+				fmt.Fprintf(&s, `<tspan class="sub" dx="8">%s</tspan>`, esc(clip(b.Detail, room)))
+			}
+			s.WriteString(`</text>`)
+		} else {
+			ty := (top+bot)/2 - 2
+			fmt.Fprintf(&s, `<text class="title" x="%d" y="%d">%s</text>`, xBr+svgBracket+4, ty, esc(title))
+			fmt.Fprintf(&s, `<text class="sub" x="%d" y="%d">%s</text>`, xBr+svgBracket+4, ty+13, esc(clip(b.Detail, 50)))
 		}
-		fmt.Fprintf(&s, `<text class="title" x="%d" y="%d">%s</text>`, xBr+svgBracket+4, ty, esc(clip(b.Title, 34)))
-		fmt.Fprintf(&s, `<text class="sub" x="%d" y="%d">%s</text>`, xBr+svgBracket+4, ty+13, esc(clip(b.Detail, 44)))
 		y += n * svgRowH
 	}
 	// Stack pointers: an arrow to the word they address.
