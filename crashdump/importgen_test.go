@@ -224,7 +224,12 @@ func buildCrashCatcher(t testing.TB, s *srcDump, p preState, major byte, overflo
 		call(func() { l.at(76, "msp psp exceptionPSR"); l.u32(p.EntryMSP, p.EntryPSP, p.ExcPSR) })
 	}
 	if p.FP {
-		call(func() { l.at(fpAt, "s0-s31 fpscr"); l.u32(p.S[:]...); l.u32(p.FPSCR); l.at(fpAt+132, "end of FP block") })
+		call(func() {
+			l.at(fpAt, "s0-s31 fpscr")
+			l.u32(p.S[:]...)
+			l.u32(p.FPSCR)
+			l.at(fpAt+132, "end of FP block")
+		})
 	}
 	for _, r := range s.Mem {
 		if r.Addr == 0xE000ED00 {
