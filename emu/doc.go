@@ -52,7 +52,10 @@
 //     instruction, where Run stops. Exception return (B1.5.8) is unstacked
 //     when a handler returns (e.g. from SVCall).
 //   - The shadow call stack kept by the C block hook in emu/uc gives
-//     Result.Truth.
+//     Result.Truth. Calls abandoned without a return (a C++ throw reaching
+//     a landing pad, longjmp, ARMv6-M switch helpers) are dropped by their
+//     SP at each call and when the truth is built (uc/tracker.c, fl_prune;
+//     abandon_test.go).
 //
 // Every run is bounded by an instruction budget and a timeout. When the
 // firmware does not fault within them Run returns an error wrapping

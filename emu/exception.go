@@ -293,7 +293,7 @@ func (m *machine) enterException(exc int, ret uint32) (*entryFault, error) {
 	m.setActive(taken, true)
 	m.scs.VectActive = uint32(taken)
 	m.activeChanged()
-	m.tr.PushException(taken, ret, frame)
+	m.tr.PushException(taken, ret, frame, sp, onPSP)
 	return ef, nil
 }
 
@@ -487,7 +487,7 @@ func (m *machine) result(cause Cause) (*Result, error) {
 		res.SCS = append(res.SCS, Memory{Addr: addrFPCCR, Name: "fp", Data: fp})
 	}
 	if !m.cfg.NoTruth {
-		res.Truth = m.truth(g.PC)
+		res.Truth = m.truth(g.PC, g.SP, g.XPSR&0x1ff == 0 && g.CONTROL&controlSP != 0)
 		res.TruthTruncated = m.tr.Dropped() > 0
 	}
 	return res, nil
@@ -505,9 +505,14 @@ func (m *machine) result(cause Cause) (*Result, error) {
 // function other than the one the outer call entered (a jump got there).
 // The thread's stack ends there, as the oracle's does. A function that
 // switches stacks and then makes ordinary calls keeps its callers.
-func (m *machine) truth(pc uint32) []TruthFrame {
+//
+// Calls abandoned without a return (a C++ throw, longjmp, a helper that
+// returns elsewhere) are dropped first, level by level, as the block hook
+// drops them at each call (uc.Tracker.Prune): the innermost level as seen
+// from pc and sp, each interrupted level from its interrupted PC and SP.
+func (m *machine) truth(pc, sp uint32, psp bool) []TruthFrame {
 	out := []TruthFrame{{PC: pc, Function: m.img.funcAt(pc)}}
-	sh := m.tr.Frames()
+	sh := m.liveFrames(m.tr.Frames(), pc, sp, psp)
 	level := len(m.excReturns)
 	inner := pc // the code of the frame inside the one being looked at
 	for i := len(sh) - 1; i >= 0; i-- {
@@ -532,6 +537,32 @@ func (m *machine) truth(pc uint32) []TruthFrame {
 		}
 		out = append(out, TruthFrame{PC: f.Return, Function: m.img.funcAt(f.Return - 1), SP: f.SP})
 		inner = f.Return - 1
+	}
+	return out
+}
+
+// liveFrames returns the shadow stack sh without the calls each level's code
+// has abandoned (uc.Tracker.Prune): the innermost level seen from pc and sp
+// (psp: on the process stack), a level below an exception marker from the
+// marker's interrupted PC and SP.
+func (m *machine) liveFrames(sh []uc.ShadowFrame, pc, sp uint32, psp bool) []uc.ShadowFrame {
+	out := make([]uc.ShadowFrame, 0, len(sh))
+	start := 0
+	for i := 0; i <= len(sh); i++ {
+		if i < len(sh) && sh[i].Exception == 0 {
+			continue
+		}
+		// sh[start:i] is one level's calls; sh[i] the marker above it.
+		lpc, lsp, lpsp := pc, sp, psp
+		if i < len(sh) {
+			lpc, lsp, lpsp = sh[i].Return, sh[i].InterruptedSP, sh[i].PSP
+		}
+		level := sh[start:i]
+		out = append(out, level[:m.tr.Prune(level, lpc, lsp, lpsp)]...)
+		if i < len(sh) {
+			out = append(out, sh[i])
+		}
+		start = i + 1
 	}
 	return out
 }

@@ -6,11 +6,11 @@ import (
 )
 
 // TestFirmwareReproducible rebuilds the test firmware that is built with
-// -ffile-prefix-map (pmsav8-m33.elf, irq-m3.elf, edges-m4.elf: target
-// check-new of testdata/Makefile) in a temporary directory and requires the
-// committed ELFs to be byte-identical: the addresses the tests hard-code
-// come from exactly these files. Skipped without make and
-// arm-none-eabi-gcc.
+// -ffile-prefix-map (pmsav8-m33.elf, irq-m3.elf, edges-m4.elf,
+// abandon-m0.elf, abandon-m3.elf: target check-new of testdata/Makefile) in
+// a temporary directory and requires the committed ELFs to be
+// byte-identical: the addresses the tests hard-code come from exactly these
+// files. Skipped without make and arm-none-eabi-gcc.
 func TestFirmwareReproducible(t *testing.T) {
 	for _, tool := range []string{"make", "arm-none-eabi-gcc"} {
 		if _, err := exec.LookPath(tool); err != nil {

@@ -307,6 +307,39 @@ func (img *image) funcAt(addr uint32) string {
 	return ""
 }
 
+// funcRanges partitions the code into the functions funcAt names: one
+// range [starts[i], ends[i]) per distinct symbol address, as long as the
+// largest symbol there (to the next function's start for a symbol of size
+// 0) and cut at the next function's start. Two addresses are in the same
+// range exactly when funcAt finds the same symbol for both (aliases such as
+// a C++ D1/D2 destructor pair share a range).
+func (img *image) funcRanges() (starts, ends []uint32) {
+	fs := img.funcs
+	for i := 0; i < len(fs); {
+		start := fs[i].addr
+		end, unbounded := start, false
+		j := i
+		for ; j < len(fs) && fs[j].addr == start; j++ {
+			if fs[j].size == 0 {
+				unbounded = true
+			} else if e := start + fs[j].size; e > end && e > start {
+				end = e
+			} else if e <= start { // wraps around
+				unbounded = true
+			}
+		}
+		if j < len(fs) && (unbounded || end > fs[j].addr) {
+			end = fs[j].addr
+		} else if unbounded {
+			end = 0xFFFFFFFF
+		}
+		starts = append(starts, start)
+		ends = append(ends, end)
+		i = j
+	}
+	return starts, ends
+}
+
 // loadAddrs returns the addresses at which a write to run address addr must
 // also be made so that the startup code's copy of .data keeps it.
 func (img *image) loadAddrs(addr uint32) []uint32 {

@@ -211,6 +211,11 @@ func (m *machine) setup() error {
 		return fmt.Errorf("emu: %w", err)
 	}
 	m.tr = tr
+	if !m.cfg.NoTruth {
+		if err := tr.SetFunctions(m.img.funcRanges()); err != nil {
+			return fmt.Errorf("emu: %w", err)
+		}
+	}
 	m.scs.now = tr.Insns
 	m.scs.onWrite = m.updateEvents
 	tr.SetEventHandler(m.onEvent)

@@ -72,10 +72,15 @@ func (t *Tracker) SetDivideTrap(on bool)                       {}
 func (t *Tracker) DivideFault() (pc uint32, ok bool)           { return 0, false }
 func (t *Tracker) Frames() []ShadowFrame                       { return nil }
 func (t *Tracker) Dropped() uint64                             { return 0 }
-func (t *Tracker) PushException(exc int, pc, sp uint32)        {}
 func (t *Tracker) PopException() bool                          { return false }
 func (t *Tracker) Save(s *TrackerState)                        {}
 func (t *Tracker) Restore(s *TrackerState)                     {}
+
+func (t *Tracker) PushException(exc int, pc, sp, isp uint32, psp bool) {}
+func (t *Tracker) SetFunctions(starts, ends []uint32) error            { return ErrUnavailable }
+func (t *Tracker) Prune(calls []ShadowFrame, pc, sp uint32, psp bool) int {
+	return len(calls)
+}
 
 // CountThumb is unavailable without cgo; it returns 0, false.
 func CountThumb(code []byte) (n int, endsCall bool) { return 0, false }

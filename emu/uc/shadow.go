@@ -10,11 +10,15 @@ type ShadowFrame struct {
 	SP uint32
 	// Exception is the exception number for a marker, 0 for a call.
 	Exception int
-	// PSP is set for a call made in Thread mode on the process stack.
+	// PSP is set for a call made in Thread mode on the process stack, and
+	// for a marker whose interrupted code ran on the process stack.
 	PSP bool
 	// Target is the called address of a call.
-	Target   uint32
-	prevBase uint32
+	Target uint32
+	// InterruptedSP is, for a marker, the interrupted code's SP before the
+	// exception frame was pushed.
+	InterruptedSP uint32
+	prevBase      uint32
 }
 
 // TrackerState is a copy of the tracker's run state for checkpoints.

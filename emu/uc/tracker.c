@@ -59,7 +59,7 @@ static uint32_t read_sp(fl_tracker *t) {
 	return sp;
 }
 
-static void push(fl_tracker *t, uint32_t ret, uint32_t sp, uint32_t target) {
+static void push(fl_tracker *t, uint32_t ret, uint32_t sp, uint32_t target, uint32_t psp) {
 	if (t->depth >= t->cap) {
 		t->dropped++;
 		return;
@@ -71,15 +71,69 @@ static void push(fl_tracker *t, uint32_t ret, uint32_t sp, uint32_t target) {
 	f->exc = 0;
 	f->prev_base = 0;
 	f->target = target;
-	f->psp = 0;
-	if (t->base == 0) {
-		// Thread mode (no exception level open): which stack is in use
-		// (CONTROL.SPSEL), so that the truth can end a thread's stack
-		// where an RTOS-style switch to the process stack began it.
-		uint32_t control = 0;
-		uc_reg_read(t->uc, UC_ARM_REG_CONTROL, &control);
-		f->psp = (control >> 1) & 1;
+	f->psp = psp;
+	f->isp = 0;
+}
+
+// fl_func_index returns the index of the function range holding addr, or -1.
+int64_t fl_func_index(const fl_tracker *t, uint32_t addr) {
+	uint32_t lo = 0, hi = t->nfn; // the answer is the last start <= addr
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (t->fn_start[mid] <= addr) {
+			lo = mid + 1;
+		} else {
+			hi = mid;
+		}
 	}
+	if (lo == 0 || addr >= t->fn_end[lo - 1]) {
+		return -1;
+	}
+	return (int64_t)lo - 1;
+}
+
+// fl_prune drops the calls that the code at pc, running with stack pointer
+// sp (on the process stack if psp), has abandoned: it returns the new depth
+// of s[0:depth], whose entries from base up are calls of the code's own
+// exception level. Calls are abandoned without a return by a C++ throw
+// (the unwinder reaches the landing pad by restoring registers), longjmp,
+// and helpers that "return" elsewhere (GCC's __gnu_thumb1_case_* switch
+// helpers on ARMv6-M add an offset to LR). Two rules, applied to the calls
+// made on the same stack as the code's (the newest entries down to the
+// first one on the other stack):
+//
+//  1. A call recorded with an SP below sp is dead. A live caller made its
+//     call at or above the SP of everything it called (the stack grows
+//     down and AAPCS callees leave the caller's stack alone), so the code
+//     now running at sp is not inside it.
+//  2. Then a call recorded with SP == sp is dead when its return address
+//     (the call instruction: ret - 1) is in the function pc is in and its
+//     target is not: that function made the call and is running again at
+//     the SP it called at, so the callee is gone. A live call at the same
+//     SP is one whose callee pushed nothing (a noreturn chain): pc is then
+//     in the callee, not in the function that made the call. A call whose
+//     target is pc's function (a function calling itself before pushing
+//     anything) is kept.
+uint32_t fl_prune(const fl_tracker *t, const fl_frame *s, uint32_t base, uint32_t depth,
+                  uint32_t pc, uint32_t sp, uint32_t psp) {
+	while (depth > base && s[depth - 1].kind == FL_FRAME_CALL && s[depth - 1].psp == psp &&
+	       s[depth - 1].sp < sp) {
+		depth--;
+	}
+	if (depth == base || s[depth - 1].kind != FL_FRAME_CALL || s[depth - 1].psp != psp ||
+	    s[depth - 1].sp != sp) {
+		return depth;
+	}
+	int64_t cur = fl_func_index(t, pc);
+	if (cur < 0) {
+		return depth;
+	}
+	while (depth > base && s[depth - 1].kind == FL_FRAME_CALL && s[depth - 1].psp == psp &&
+	       s[depth - 1].sp == sp && fl_func_index(t, s[depth - 1].ret - 1) == cur &&
+	       fl_func_index(t, s[depth - 1].target) != cur) {
+		depth--;
+	}
+	return depth;
 }
 
 // shadow_step is the shadow-stack step for a block starting at addr.
@@ -91,7 +145,24 @@ static void shadow_step(fl_tracker *t, uint32_t addr) {
 		}
 	}
 	if (t->prev_call && addr != t->prev_end) {
-		push(t, t->prev_end, read_sp(t), addr);
+		uint32_t sp = read_sp(t);
+		uint32_t psp = 0;
+		if (t->base == 0) {
+			// Thread mode (no exception level open): which stack is in
+			// use (CONTROL.SPSEL), so that the truth can end a thread's
+			// stack where an RTOS-style switch to the process stack
+			// began it, and pruning stays on one stack.
+			uint32_t control = 0;
+			uc_reg_read(t->uc, UC_ARM_REG_CONTROL, &control);
+			psp = (control >> 1) & 1;
+		}
+		// Calls abandoned without a return (fl_prune). Normally the
+		// newest entry is the caller's own call, made at a higher SP:
+		// one compare.
+		if (t->depth > t->base && t->stack[t->depth - 1].sp <= sp) {
+			t->depth = fl_prune(t, t->stack, t->base, t->depth, t->prev_end - 1, sp, psp);
+		}
+		push(t, t->prev_end, sp, addr, psp);
 	} else if (t->depth > t->base) {
 		// Look for the return address among the newest entries of this
 		// level; normally it is the top one.
@@ -110,11 +181,13 @@ static void shadow_step(fl_tracker *t, uint32_t addr) {
 // block_hook runs at the start of every translated block. The shadow stack
 // (docs/unicorn.md, "Ground truth"): a block entered from a block whose last
 // instruction is BL/BLX, other than by falling through (a BLX skipped by an
-// IT condition), is a call: push the return address (the end of the calling
-// block) with the current SP. A block that starts at a return address on the
-// current exception level with SP back at or above the SP of that call is a
-// return: pop to it. The SP test tells a real return from a branch to the
-// same address in a deeper activation of a recursive function.
+// IT condition), is a call: drop the calls the caller has abandoned
+// (fl_prune, with the caller's SP and the call's address), then push the
+// return address (the end of the calling block) with the current SP. A
+// block that starts at a return address on the current exception level
+// with SP back at or above the SP of that call is a return: pop to it. The
+// SP test tells a real return from a branch to the same address in a deeper
+// activation of a recursive function.
 static void block_hook(uc_engine *uc, uint64_t addr64, uint32_t size, void *ud) {
 	fl_tracker *t = ud;
 	uint32_t addr = (uint32_t)addr64;
@@ -250,8 +323,34 @@ void fl_tracker_free(fl_tracker *t) {
 		uc_hook_del(t->uc, t->mem_hook);
 	}
 	free(t->div_hooks);
+	free(t->fn_start);
+	free(t->fn_end);
 	free(t->stack);
 	free(t);
+}
+
+// fl_tracker_set_funcs copies the function ranges [start[i], end[i]) that
+// fl_prune looks addresses up in; they must be sorted by start and
+// disjoint. It returns 0 when out of memory (the old table stays).
+int fl_tracker_set_funcs(fl_tracker *t, const uint32_t *start, const uint32_t *end, uint32_t n) {
+	uint32_t *s = NULL, *e = NULL;
+	if (n > 0) {
+		s = malloc(n * sizeof *s);
+		e = malloc(n * sizeof *e);
+		if (s == NULL || e == NULL) {
+			free(s);
+			free(e);
+			return 0;
+		}
+		memcpy(s, start, n * sizeof *s);
+		memcpy(e, end, n * sizeof *e);
+	}
+	free(t->fn_start);
+	free(t->fn_end);
+	t->fn_start = s;
+	t->fn_end = e;
+	t->nfn = n;
+	return 1;
 }
 
 // fl_tracker_exact installs (on) or removes the exact-PC code hook on the
@@ -298,7 +397,11 @@ uc_err fl_tracker_watch_div(fl_tracker *t, uint32_t addr) {
 
 // fl_tracker_push_exception starts a new exception level: calls made by the
 // handler are pushed above the marker and returns never pop past it.
-void fl_tracker_push_exception(fl_tracker *t, uint32_t exc, uint32_t pc, uint32_t sp) {
+// sp is the address of the exception frame; isp and psp are the interrupted
+// code's SP before the frame was pushed and whether it ran on the process
+// stack (the truth prunes the interrupted level with them).
+void fl_tracker_push_exception(fl_tracker *t, uint32_t exc, uint32_t pc, uint32_t sp,
+                               uint32_t isp, int psp) {
 	t->prev_call = 0;
 	if (t->depth >= t->cap) {
 		t->dropped++;
@@ -310,7 +413,9 @@ void fl_tracker_push_exception(fl_tracker *t, uint32_t exc, uint32_t pc, uint32_
 	f->kind = FL_FRAME_EXCEPTION;
 	f->exc = exc;
 	f->prev_base = t->base;
-	f->psp = 0;
+	f->psp = psp ? 1 : 0;
+	f->target = 0;
+	f->isp = isp;
 	t->skip_valid = 0;
 	t->base = t->depth;
 }

@@ -153,6 +153,7 @@ func (t *Tracker) Frames() []ShadowFrame {
 		out[i] = ShadowFrame{Return: uint32(f.ret), SP: uint32(f.sp), prevBase: uint32(f.prev_base), PSP: f.psp != 0, Target: uint32(f.target)}
 		if f.kind == C.FL_FRAME_EXCEPTION {
 			out[i].Exception = int(f.exc)
+			out[i].InterruptedSP = uint32(f.isp)
 		}
 	}
 	return out
@@ -163,10 +164,62 @@ func (t *Tracker) Frames() []ShadowFrame {
 func (t *Tracker) Dropped() uint64 { return uint64(t.p.dropped) }
 
 // PushException records exception entry: a marker for exception exc that
-// interrupted pc with its frame at sp. Calls made by the handler stack above
-// it and returns never pop past it.
-func (t *Tracker) PushException(exc int, pc, sp uint32) {
-	C.fl_tracker_push_exception(t.p, C.uint32_t(exc), C.uint32_t(pc), C.uint32_t(sp))
+// interrupted pc with its frame at sp; the interrupted code's SP was isp
+// (before the frame was pushed), on the process stack if psp. Calls made by
+// the handler stack above it and returns never pop past it.
+func (t *Tracker) PushException(exc int, pc, sp, isp uint32, psp bool) {
+	C.fl_tracker_push_exception(t.p, C.uint32_t(exc), C.uint32_t(pc), C.uint32_t(sp), C.uint32_t(isp), C.int(b2u(psp)))
+}
+
+// SetFunctions gives the tracker the function ranges [starts[i], ends[i])
+// of the image, sorted by start and disjoint: the shadow stack uses them to
+// drop calls abandoned without a return (see Prune).
+func (t *Tracker) SetFunctions(starts, ends []uint32) error {
+	n := len(starts)
+	if len(ends) != n {
+		return &OpError{Op: "tracker functions", Err: ErrArg}
+	}
+	for i := 0; i < n; i++ {
+		if ends[i] < starts[i] || i > 0 && starts[i] < ends[i-1] {
+			return &OpError{Op: "tracker functions", Addr: uint64(starts[i]), HasAddr: true, Err: ErrArg}
+		}
+	}
+	var s, e *C.uint32_t
+	if n > 0 {
+		s, e = (*C.uint32_t)(unsafe.Pointer(&starts[0])), (*C.uint32_t)(unsafe.Pointer(&ends[0]))
+	}
+	if C.fl_tracker_set_funcs(t.p, s, e, C.uint32_t(n)) == 0 {
+		return &OpError{Op: "tracker functions", Err: ErrNoMem}
+	}
+	return nil
+}
+
+// Prune applies the shadow stack's rule for abandoned calls (tracker.c,
+// fl_prune) to calls, the calls of one exception level oldest first, as
+// seen by code at pc running with stack pointer sp (on the process stack
+// if psp): it returns how many of the oldest calls are live. The block hook
+// applies the same rule at every call (with the caller's SP and the call's
+// address); the truth applies it at the end of a run.
+func (t *Tracker) Prune(calls []ShadowFrame, pc, sp uint32, psp bool) int {
+	n := len(calls)
+	if n == 0 {
+		return 0
+	}
+	buf := make([]C.fl_frame, n)
+	for i, f := range calls {
+		buf[i] = cFrame(f)
+	}
+	return int(C.fl_prune(t.p, &buf[0], 0, C.uint32_t(n), C.uint32_t(pc), C.uint32_t(sp), C.uint32_t(b2u(psp))))
+}
+
+func cFrame(f ShadowFrame) C.fl_frame {
+	kind := C.uint32_t(C.FL_FRAME_CALL)
+	if f.Exception != 0 {
+		kind = C.FL_FRAME_EXCEPTION
+	}
+	return C.fl_frame{ret: C.uint32_t(f.Return), sp: C.uint32_t(f.SP), kind: kind,
+		exc: C.uint32_t(f.Exception), prev_base: C.uint32_t(f.prevBase), psp: C.uint32_t(b2u(f.PSP)),
+		target: C.uint32_t(f.Target), isp: C.uint32_t(f.InterruptedSP)}
 }
 
 // PopException records an exception return: the newest exception level is
@@ -195,12 +248,7 @@ func (t *Tracker) Restore(s *TrackerState) {
 		buf = (*C.fl_frame)(C.malloc(C.size_t(n) * C.size_t(unsafe.Sizeof(C.fl_frame{}))))
 		dst := unsafe.Slice(buf, n)
 		for i, f := range s.Frames {
-			kind := C.uint32_t(C.FL_FRAME_CALL)
-			if f.Exception != 0 {
-				kind = C.FL_FRAME_EXCEPTION
-			}
-			dst[i] = C.fl_frame{ret: C.uint32_t(f.Return), sp: C.uint32_t(f.SP), kind: kind,
-				exc: C.uint32_t(f.Exception), prev_base: C.uint32_t(f.prevBase), psp: C.uint32_t(b2u(f.PSP)), target: C.uint32_t(f.Target)}
+			dst[i] = cFrame(f)
 		}
 	}
 	C.fl_tracker_set_stack(t.p, buf, C.uint32_t(n), C.uint32_t(s.base))

@@ -19,8 +19,10 @@ typedef struct fl_frame {
 	uint32_t kind;      // FL_FRAME_*
 	uint32_t exc;       // exception number for a marker
 	uint32_t prev_base; // for a marker: the base of the level below
-	uint32_t psp;       // a call made on the process stack (Thread mode, CONTROL.SPSEL)
+	uint32_t psp;       // a call made on the process stack (Thread mode, CONTROL.SPSEL);
+	                    // for a marker: the interrupted code was on the process stack
 	uint32_t target;    // the called address (bit 0 clear)
+	uint32_t isp;       // for a marker: the interrupted code's SP (before the frame was pushed)
 } fl_frame;
 
 // fl_block caches what the block hook needs to know about a translated block.
@@ -74,6 +76,12 @@ typedef struct fl_tracker {
 	uint64_t dropped;      // pushes lost because the stack was full
 	uint64_t sp_reads;
 
+	// Function ranges [fn_start[i], fn_end[i]), sorted and disjoint, from
+	// the ELF's function symbols (fl_tracker_set_funcs): fl_prune asks
+	// which function an address is in.
+	uint32_t *fn_start, *fn_end;
+	uint32_t nfn;
+
 	// Access checks the emulated core makes but Unicorn does not (check.c):
 	// the MPU for accesses Unicorn allows, CCR.UNALIGN_TRP, and the
 	// always-aligned instructions of ARMv7-M. A check that fails records
@@ -106,7 +114,12 @@ fl_tracker *fl_tracker_new(uc_engine *uc, int shadow, uint32_t cap, uc_err *err)
 void fl_tracker_free(fl_tracker *t);
 uc_err fl_tracker_exact(fl_tracker *t, int on, uint64_t begin, uint64_t end);
 uc_err fl_tracker_watch_div(fl_tracker *t, uint32_t addr);
-void fl_tracker_push_exception(fl_tracker *t, uint32_t exc, uint32_t pc, uint32_t sp);
+void fl_tracker_push_exception(fl_tracker *t, uint32_t exc, uint32_t pc, uint32_t sp,
+                               uint32_t isp, int psp);
+int fl_tracker_set_funcs(fl_tracker *t, const uint32_t *start, const uint32_t *end, uint32_t n);
+int64_t fl_func_index(const fl_tracker *t, uint32_t addr);
+uint32_t fl_prune(const fl_tracker *t, const fl_frame *s, uint32_t base, uint32_t depth,
+                  uint32_t pc, uint32_t sp, uint32_t psp);
 int fl_tracker_pop_exception(fl_tracker *t);
 void fl_tracker_set_stack(fl_tracker *t, const fl_frame *frames, uint32_t n, uint32_t base);
 uc_err fl_tracker_mem_hook(fl_tracker *t, int on);

@@ -92,10 +92,10 @@ SCENARIOS = [
      "a C++ exception thrown and caught across three frames with destructors, then a destructor "
      "stores to unmapped memory",
      ["cxx"], BUS, "_ZN7JournalD1Ev", {}, True),
-    # 19 cxx_catch (a crash inside the catch handler) is built but not listed:
-    # the emulator's shadow stack keeps the frames the EHABI unwinder left by
-    # a non-local jump to the landing pad, so its truth would be wrong. See
-    # README.md.
+    ("cxx_catch", 19,
+     "a C++ exception thrown two frames down (through a cleanup pad and _Unwind_Resume) is "
+     "caught, and the catch handler stores to unmapped memory",
+     ["cxx"], BUS, "cxx_catch_crash", {}, True),
 ]
 
 

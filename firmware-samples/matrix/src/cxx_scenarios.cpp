@@ -6,9 +6,9 @@
  *
  * 18 cxx_dtor:  the exception is caught and the catching function returns;
  *               then a destructor crashes when its object goes out of scope.
- * 19 cxx_catch: the crash is inside the catch handler itself (built, but not
- *               in matrix.json: the emulator's truth is wrong there, see
- *               README.md).
+ * 19 cxx_catch: the crash is inside the catch handler itself, right after
+ *               the unwinder abandoned the calls of the throw path (see
+ *               below and README.md).
  */
 #include "fw.h"
 
@@ -74,12 +74,12 @@ void *__dso_handle = nullptr;
  * the handler are in the same frame) -> cxx_middle (a Resource: a cleanup
  * landing pad, then _Unwind_Resume) -> cxx_throw_deep (throws).
  *
- * Kept this shallow on purpose: the EHABI unwinder leaves for the landing
- * pads with a non-local jump, so the calls of the throw path (__cxa_throw,
+ * The EHABI unwinder leaves for the landing pads with a non-local jump
+ * (restore_core_regs), so the calls of the throw path (__cxa_throw,
  * _Unwind_RaiseException, unwind_phase2, ... and _Unwind_Resume's) never
- * return. The emulator's shadow stack drops them only when a function
- * below returns and finds its return address among the 16 newest entries:
- * here about 12 are left when cxx_try_catch returns. See README.md.
+ * return. The emulator's shadow stack drops such calls by their SP
+ * (emu/uc/tracker.c, fl_prune): a call made below the SP the landing pad
+ * runs at, or at it from the landing pad's own function. See README.md.
  */
 FW_NOINLINE void cxx_throw_deep(uint32_t v)
 {
