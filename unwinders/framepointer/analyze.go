@@ -572,6 +572,18 @@ func (a *analysis) stateAt(pc uint32, returnAddress bool) (state, error) {
 // frame pointer there.
 func (a *analysis) layout(s state, pc uint32) (Layout, error) {
 	name := funcName(a.fn)
+	if s.r7 == r7Entry && s.spOK && s.entry&bitLR != 0 && s.saved&bitLR == 0 {
+		// Neither r7 nor LR touched yet (a leaf, or before the
+		// prologue): the return address is in LR. Only an interrupted
+		// PC gets here: after a call LR no longer holds its entry value.
+		l := Layout{Kind: LayoutLeaf, FP: unwinders.R7, CFA: -s.sp, Proven: !s.assumed}
+		for m := s.saved &^ (bitR7 | bitLR); m != 0; m &= m - 1 {
+			r := bits.TrailingZeros16(m)
+			l.Saved[r] = s.slot[r] - s.sp
+			l.SavedMask |= 1 << r
+		}
+		return l, nil
+	}
 	if s.r7 != r7Frame {
 		switch {
 		case !a.hasSetUp:

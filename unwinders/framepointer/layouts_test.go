@@ -164,9 +164,12 @@ func TestGCCLayout(t *testing.T) {
 	ok.kind = framepointer.LayoutClang // r7 now points at the record
 	check(t, e, frame(e.sym("gcc_frame_adjusted"), r7, false, map[unwinders.Reg]uint32{unwinders.R7: entrySP - 12}), want{pc: retAddr, sp: entrySP, r7: callerR7, conf: unwinders.ConfidenceHigh})
 	check(t, e, frame(e.sym("gcc_frame_sp_restored"), entrySP-12, false, map[unwinders.Reg]uint32{unwinders.R7: entrySP - 12}), want{pc: retAddr, sp: entrySP, r7: callerR7, conf: unwinders.ConfidenceHigh})
-	// Mid-prologue: at entry, after the push, after the sub.
+	// Mid-prologue: at entry LR and r7 are untouched, so the caller is in
+	// LR (a leaf step); after the push and after the sub the frame is
+	// half built: declined.
 	start := e.sym("gcc_frame")
-	for _, pc := range []uint32{start, start + 2, start + 4} {
+	check(t, e, frame(start, entrySP, false, regs), want{pc: 0x999, sp: entrySP, r7: r7, conf: unwinders.ConfidenceHigh, kind: framepointer.LayoutLeaf})
+	for _, pc := range []uint32{start + 2, start + 4} {
 		check(t, e, frame(pc, entrySP-12, false, regs), want{err: framepointer.ErrNotSetUp})
 	}
 
@@ -194,8 +197,11 @@ func TestLeafWithoutSavedLR(t *testing.T) {
 	body := e.sym("gcc_leaf_body")
 	check(t, e, frame(body, r7, false, map[unwinders.Reg]uint32{unwinders.R7: r7, unwinders.LR: retAddr}), want{pc: retAddr, sp: entrySP, r7: callerR7, conf: unwinders.ConfidenceHigh, kind: framepointer.LayoutGCC})
 	check(t, e, frame(body, r7, false, map[unwinders.Reg]uint32{unwinders.R7: r7}), want{err: framepointer.ErrRegisterUnknown})
-	// After pop {r7}: torn down.
-	check(t, e, frame(e.sym("gcc_leaf_after_pop"), entrySP, false, map[unwinders.Reg]uint32{unwinders.R7: callerR7, unwinders.LR: retAddr}), want{err: framepointer.ErrNotSetUp})
+	// After pop {r7}: torn down, r7 and SP are the caller's again and LR
+	// still holds the return address: a leaf step.
+	check(t, e, frame(e.sym("gcc_leaf_after_pop"), entrySP, false, map[unwinders.Reg]uint32{unwinders.R7: callerR7, unwinders.LR: retAddr}), want{pc: retAddr, sp: entrySP, r7: callerR7, conf: unwinders.ConfidenceHigh, kind: framepointer.LayoutLeaf})
+	// The same without LR known: nothing to step with.
+	check(t, e, frame(e.sym("gcc_leaf_after_pop"), entrySP, false, map[unwinders.Reg]uint32{unwinders.R7: callerR7}), want{err: framepointer.ErrRegisterUnknown})
 }
 
 // TestControlFlow: the analysis follows branches, tables and loops.
@@ -209,7 +215,8 @@ func TestControlFlow(t *testing.T) {
 
 	// Shrink-wrapped: framed after the set-up, not on the fast path.
 	check(t, e, frame(e.sym("shrink_ret"), rec, true, r7), ok)
-	check(t, e, frame(e.sym("shrink_fast"), entrySP, false, r7), want{err: framepointer.ErrNotSetUp})
+	// On the fast path r7 and LR are untouched: a leaf step.
+	check(t, e, frame(e.sym("shrink_fast"), entrySP, false, r7), want{pc: retAddr, sp: entrySP, r7: rec, conf: unwinders.ConfidenceHigh, kind: framepointer.LayoutLeaf})
 	// Body code after "pop {r7, pc}", reached by beq.
 	check(t, e, frame(e.sym("midret_ret2"), rec, true, r7), ok)
 	// A TBB case block.

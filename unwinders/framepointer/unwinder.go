@@ -42,6 +42,10 @@ const (
 	LayoutClang            // r7 points at the {saved r7, lr} record
 	LayoutGCC              // the record is above r7 (GCC bug 92172: r7 = bottom of the locals)
 	LayoutAPCS             // ARM-state APCS: fp points at the saved pc
+	// LayoutLeaf: an interrupted function that has not touched r7 or LR
+	// (a leaf, or a function before its prologue): LR is the return
+	// address and the caller's SP is SP minus what the function pushed.
+	LayoutLeaf
 )
 
 func (k LayoutKind) String() string {
@@ -52,6 +56,8 @@ func (k LayoutKind) String() string {
 		return "r7 + N -> {r7, lr}"
 	case LayoutAPCS:
 		return "APCS fp -> {fp, sp, lr, pc}"
+	case LayoutLeaf:
+		return "leaf: return address in LR"
 	}
 	return "none"
 }
@@ -271,6 +277,9 @@ func comparable(x any) bool { return x != nil && reflect.TypeOf(x).Comparable() 
 // and returns the caller.
 func unwindWith(t *unwinders.Target, frames []unwinders.Frame, l *Layout) (unwinders.Frame, error) {
 	cur := &frames[len(frames)-1]
+	if l.Kind == LayoutLeaf {
+		return unwindLeaf(t, cur, l)
+	}
 	fpName := l.FP.String()
 	fp, ok := cur.Regs.Get(l.FP)
 	if !ok {
@@ -284,6 +293,11 @@ func unwindWith(t *unwinders.Target, frames []unwinders.Frame, l *Layout) (unwin
 	}
 	for i := 0; i+1 < len(frames); i++ {
 		if frames[i+1].Method != Name {
+			continue
+		}
+		if strings.HasPrefix(frames[i+1].Note, leafNote) {
+			// A leaf step (LayoutLeaf): frame i's r7 was its caller's
+			// frame pointer, not its own.
 			continue
 		}
 		if v, ok := frames[i].Regs.Get(l.FP); ok && v == fp {
@@ -371,6 +385,60 @@ func unwindWith(t *unwinders.Target, frames []unwinders.Frame, l *Layout) (unwin
 		conf, note = unwinders.ConfidenceMedium, "frame layout assumed ("+l.Kind.String()+"): the function's code could not be analysed"
 	case !l.Proven:
 		conf, note = unwinders.ConfidenceMedium, "frame layout assumed for code reached through a jump the analysis does not follow"
+	}
+	return unwinders.Frame{
+		PC: ret, SP: callerSP, Regs: regs, Kind: unwinders.KindNormal, Method: Name,
+		Confidence: conf, Note: note,
+	}, nil
+}
+
+// leafNote starts the Note of a frame stepped out of a leaf (LayoutLeaf).
+const leafNote = "a leaf: the return address is still in LR"
+
+// unwindLeaf steps out of a frame whose function has not touched r7 or LR
+// up to its PC (LayoutLeaf): the caller's PC is LR, its SP is SP plus what
+// the function pushed (l.CFA, from the analysis), r7 and the other
+// callee-saved registers are the caller's except those the function saved
+// (l.Saved, SP-relative). This is the frame-0 rule of every frame-pointer
+// unwinder: a leaf has no record of its own, and the chain of r7 records
+// starts at its caller.
+func unwindLeaf(t *unwinders.Target, cur *unwinders.Frame, l *Layout) (unwinders.Frame, error) {
+	ret, ok := cur.Regs.Get(unwinders.LR)
+	if !ok {
+		return unwinders.Frame{}, fmt.Errorf("%w: the function never saved LR and this frame does not know it", ErrRegisterUnknown)
+	}
+	cfa := int64(cur.SP) + int64(l.CFA)
+	if cfa >= 1<<32 || !t.InStack(uint32(cfa)) && cfa != int64(cur.SP) {
+		return unwinders.Frame{}, fmt.Errorf("%w: the caller's SP (SP 0x%08x%+d) is outside the stack", ErrBadChain, cur.SP, l.CFA)
+	}
+	callerSP := uint32(cfa)
+	regs := cur.Regs
+	regs.ForgetCallerSaved()
+	for _, r := range []unwinders.Reg{unwinders.LR, unwinders.PC, unwinders.XPSR} {
+		regs.Forget(r)
+	}
+	for m := l.SavedMask; m != 0; m &= m - 1 {
+		r := unwinders.Reg(bits.TrailingZeros16(m))
+		a := int64(cur.SP) + int64(l.Saved[r])
+		if a < int64(cur.SP) || a+4 > cfa {
+			return unwinders.Frame{}, fmt.Errorf("%w: the saved %s at SP%+d is not in the frame", ErrBadChain, r, l.Saved[r])
+		}
+		v, err := unwinders.ReadU32(t.Mem, uint32(a))
+		if err != nil {
+			return unwinders.Frame{}, fmt.Errorf("reading the saved %s at 0x%08x: %w", r, a, err)
+		}
+		regs.Set(r, v)
+	}
+	for _, b := range []unwinders.Reg{unwinders.MSP, unwinders.PSP} {
+		if v, ok := cur.Regs.Get(b); ok && v == cur.SP {
+			regs.Set(b, callerSP)
+		}
+	}
+	regs.Set(unwinders.SP, callerSP)
+	conf, note := unwinders.ConfidenceHigh, leafNote
+	if !l.Proven {
+		conf = unwinders.ConfidenceMedium
+		note += " (assumed for code reached through a jump the analysis does not follow)"
 	}
 	return unwinders.Frame{
 		PC: ret, SP: callerSP, Regs: regs, Kind: unwinders.KindNormal, Method: Name,
