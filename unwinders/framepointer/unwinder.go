@@ -408,7 +408,7 @@ func unwindLeaf(t *unwinders.Target, cur *unwinders.Frame, l *Layout) (unwinders
 		return unwinders.Frame{}, fmt.Errorf("%w: the function never saved LR and this frame does not know it", ErrRegisterUnknown)
 	}
 	cfa := int64(cur.SP) + int64(l.CFA)
-	if cfa >= 1<<32 || !t.InStack(uint32(cfa)) && cfa != int64(cur.SP) {
+	if cfa >= 1<<32 || !t.InStack(uint32(cfa)) {
 		return unwinders.Frame{}, fmt.Errorf("%w: the caller's SP (SP 0x%08x%+d) is outside the stack", ErrBadChain, cur.SP, l.CFA)
 	}
 	callerSP := uint32(cfa)
