@@ -6,7 +6,7 @@ BIN     := bin/faultline
 DEMO_ELF  := firmware-samples/build/gcc-m3-O2.elf
 DEMO_DUMP := fixtures/qemu/gcc-m3-O2-null_write_deep.json
 
-.PHONY: all deps toolchain build demo test vet race fuzz firmware firmware-check oracle clean accuracy regress-example matrix matrix-readme hostile-check
+.PHONY: all deps toolchain build demo test vet race fuzz firmware firmware-check oracle clean accuracy regress-example matrix matrix-readme hostile-check bench-peers
 
 all: build
 
@@ -89,3 +89,9 @@ matrix: build
 # Refresh the matrix table in README.md.
 matrix-readme: build
 	$(BIN) matrix --update-readme README.md
+
+# Time faultline against addr2line, llvm-symbolizer and gdb-multiarch on
+# the same inputs, plus batch throughput and the synthetic 50,000-function
+# firmware (fixtures/bench/README.md). Minutes; not part of CI.
+bench-peers: toolchain
+	fixtures/bench/peers.sh $(BENCHFLAGS)

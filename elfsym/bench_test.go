@@ -3,6 +3,8 @@ package elfsym
 import (
 	"bytes"
 	"os"
+	"path/filepath"
+	"reflect"
 	"testing"
 )
 
@@ -79,46 +81,83 @@ func BenchmarkSymbolize(b *testing.B) {
 	}
 }
 
-// BenchmarkOpenLarge opens the ELF named by $ELFSYM_BIG_ELF (not committed:
-// see testdata/README.md for the generator of the 50,000-function image)
-// and symbolizes one address in every compilation unit.
-func BenchmarkOpenLarge(b *testing.B) {
-	name := os.Getenv("ELFSYM_BIG_ELF")
-	if name == "" {
-		b.Skip("set ELFSYM_BIG_ELF to a large ELF")
+// BenchmarkAddr2LineText is what `faultline symbolize` does per address
+// on the sample firmware: AppendSymbolize into a reused slice and
+// AppendAddr2Line into a reused buffer (units already decoded).
+func BenchmarkAddr2LineText(b *testing.B) {
+	for _, c := range oracleCases(b) {
+		if c.name != "gcc-inline-O2" && c.name != "firmware-samples/gcc-m4f-O2-unwind" {
+			continue
+		}
+		_, ents, err := readOracle(c.oracle)
+		if err != nil {
+			continue
+		}
+		f, err := Open(c.elf)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(c.name, func(b *testing.B) {
+			var locs []Location
+			var text []byte
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				locs, _ = f.AppendSymbolize(locs[:0], ents[i%len(ents)].addr)
+				text = AppendAddr2Line(text[:0], locs, false)
+				i++
+			}
+		})
 	}
-	b.Run("open", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := Open(name); err != nil {
-				b.Fatal(err)
+}
+
+// BenchmarkLoadFuncs compares the two decoders of a unit's function tree:
+// the fast one of die.go and debug/dwarf, which it falls back to. Before
+// timing it checks, unit by unit, that both give the same tree (a unit the
+// fast decoder hands over is counted, not compared).
+func BenchmarkLoadFuncs(b *testing.B) {
+	files := append([]string{}, benchFiles...)
+	if p := os.Getenv("FAULTLINE_SYNTHETIC_ELF"); p != "" {
+		files = append(files, p)
+	}
+	for _, name := range files {
+		f, err := Open(name)
+		if err != nil || f.dw == nil {
+			continue
+		}
+		fresh := func(u *unit) *unit {
+			return &unit{idx: u.idx, dieOff: u.dieOff, name: u.name, lang: u.lang, version: u.version, rnglistx: u.rnglistx,
+				hdrOff: u.hdrOff, end: u.end, abbrevOff: u.abbrevOff, addrSize: u.addrSize, offSize: u.offSize}
+		}
+		handedOver := 0
+		for _, u := range f.dw.units {
+			fast, slow := fresh(u), fresh(u)
+			errFast := fast.loadFuncsFast(f.dw)
+			if errFast == errSlowPath {
+				handedOver++
+				continue
+			}
+			errSlow := slow.loadFuncsDwarf(f.dw)
+			if (errFast == nil) != (errSlow == nil) || !reflect.DeepEqual(fast.nodes, slow.nodes) ||
+				!reflect.DeepEqual(fast.dead, slow.dead) || !reflect.DeepEqual(fast.funcs.items, slow.funcs.items) {
+				b.Fatalf("%s: unit %s: the fast decoder differs from debug/dwarf", name, u.name)
 			}
 		}
-	})
-	f, err := Open(name)
-	if err != nil {
-		b.Fatal(err)
+		for _, mode := range []string{"fast", "debug-dwarf"} {
+			b.Run(filepath.Base(name)+"/"+mode, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					for _, u := range f.dw.units {
+						v := fresh(u)
+						if mode == "fast" {
+							v.loadFuncs(f.dw)
+						} else {
+							v.loadFuncsDwarf(f.dw)
+						}
+					}
+				}
+				b.ReportMetric(float64(handedOver), "units-handed-over")
+			})
+		}
 	}
-	b.Logf("%d function symbols, %d units", len(f.syms.funcs.items), len(f.dw.units))
-	b.Run("symbolize-cold-all-units", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			f, _ := Open(name)
-			for _, r := range f.dw.ranges.items {
-				f.Symbolize(r.lo)
-			}
-		}
-	})
-	items := f.syms.funcs.items
-	b.Run("symbolize-warm", func(b *testing.B) {
-		for _, r := range f.dw.ranges.items {
-			f.Symbolize(r.lo)
-		}
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			f.Symbolize(items[(i*7919)%len(items)].start + 2)
-			i++
-		}
-	})
 }

@@ -16,7 +16,9 @@
 //   - DWARF 2 to 5 line number programs (DWARF 5 section 6.2) decoded by this
 //     package, and the debugging information entries of section 3.3.8
 //     (DW_TAG_subprogram, DW_TAG_inlined_subroutine, DW_AT_call_file,
-//     DW_AT_call_line) read through debug/dwarf.
+//     DW_AT_call_line), read by a fast decoder of this package (die.go)
+//     that hands any unit it does not read exactly as debug/dwarf does
+//     over to debug/dwarf.
 //
 // Open builds the symbol, section and compilation-unit indexes once; the
 // line table and function tree of a compilation unit are decoded the first

@@ -20,11 +20,15 @@ type dwarfIndex struct {
 	ranges   ivIndex[cuRange]
 	versions []int // DWARF versions of the unit headers, sorted, unique
 	live     func(lo uint32) bool
+
+	// Section contents for the entry decoder of die.go; rngLists is nil
+	// unless debug/dwarf accepted .debug_rnglists too.
+	info, abbrev, str, lineStr, rangesSec, rngLists []byte
 }
 
 type cuRange struct {
-	lo   uint32
 	hi   uint64
+	lo   uint32
 	unit int32
 }
 
@@ -39,6 +43,13 @@ type unit struct {
 	version  int
 	rnglistx bool // the unit has DW_AT_rnglists_base: its DW_AT_ranges use DW_FORM_rnglistx
 
+	// The unit header, for the entry decoder of die.go.
+	hdrOff    int    // offset of the header in .debug_info
+	end       int    // offset past the unit
+	abbrevOff uint64 // its abbreviation table in .debug_abbrev
+	addrSize  int
+	offSize   int // 4, or 8 for the 64-bit DWARF format
+
 	once  sync.Once
 	lines *lineTable
 	nodes []fnode
@@ -48,16 +59,17 @@ type unit struct {
 }
 
 // fnode is a DW_TAG_subprogram or DW_TAG_inlined_subroutine with code.
+// (Fields ordered to pack into 48 bytes.)
 type fnode struct {
+	name     string // linkage name when there is one, else DW_AT_name
+	callFile uint64
 	parent   int32 // enclosing function node, -1 for none
 	depth    int32
-	inlined  bool
-	name     string // linkage name when there is one, else DW_AT_name
-	linkage  bool   // name is a linkage name in addr2line's sense
 	firstLow uint32 // low end of the first range
-	callFile uint64
 	callLine uint32
 	callCol  uint32
+	inlined  bool
+	linkage  bool // name is a linkage name in addr2line's sense
 	// indexedRanges: the entry's DW_AT_ranges is (in all likelihood) a
 	// DW_FORM_rnglistx index, which binutils 2.40 does not follow for
 	// functions; see the accepted differences of the oracle test.
@@ -65,8 +77,8 @@ type fnode struct {
 }
 
 type frange struct {
-	lo   uint32
 	hi   uint64
+	lo   uint32
 	node int32
 }
 
@@ -116,14 +128,18 @@ func (f *File) buildDWARF() {
 		f.warnf("DWARF ignored: %v", err)
 		return
 	}
+	var rngLists []byte // what debug/dwarf holds as .debug_rnglists
 	for _, name := range []string{".debug_addr", ".debug_line_str", ".debug_str_offsets", ".debug_rnglists"} {
 		if data := sec(name); data != nil {
 			if err := d.AddSection(name, data); err != nil {
 				f.warnf("DWARF section %s ignored: %v", name, err)
+			} else if name == ".debug_rnglists" {
+				rngLists = data
 			}
 		}
 	}
-	dw := &dwarfIndex{d: d, live: f.isLive}
+	dw := &dwarfIndex{d: d, live: f.isLive, info: info, abbrev: sec(".debug_abbrev"), str: sec(".debug_str"),
+		lineStr: sec(".debug_line_str"), rangesSec: sec(".debug_ranges"), rngLists: rngLists}
 	dw.env = lineEnv{debugLine: sec(".debug_line"), debugStr: sec(".debug_str"), debugLineStr: sec(".debug_line_str"), live: f.isLive}
 
 	// Unit headers (DWARF 5 section 7.5.1), walked here so that opening
@@ -147,14 +163,16 @@ func (f *File) buildDWARF() {
 		}
 		next := off + hdr + int(length)
 		ut := utCompile
+		var abbrevOff uint64
+		var addrSize uint8
 		switch {
 		case version >= 2 && version <= 4:
-			b.uint(offSize, "debug_abbrev_offset")
-			b.u8("address_size")
+			abbrevOff = b.uint(offSize, "debug_abbrev_offset")
+			addrSize = b.u8("address_size")
 		case version == 5:
 			ut = int(b.u8("unit_type"))
-			b.u8("address_size")
-			b.uint(offSize, "debug_abbrev_offset")
+			addrSize = b.u8("address_size")
+			abbrevOff = b.uint(offSize, "debug_abbrev_offset")
 			switch ut {
 			case utSkeleton, utSplitCompile:
 				b.u64("dwo_id")
@@ -169,6 +187,7 @@ func (f *File) buildDWARF() {
 		}
 		vers[version] = true
 		dieOff := dwarf.Offset(off + b.pos)
+		hdrOff := off
 		off = next
 		if b.err != nil || (ut != utCompile && ut != utPartial && ut != utSkeleton) {
 			continue
@@ -179,7 +198,8 @@ func (f *File) buildDWARF() {
 			f.warnf("DWARF: .debug_info: at offset 0x%x: cannot read the unit entry: %v", dieOff, err)
 			continue
 		}
-		u := &unit{idx: len(dw.units), dieOff: dieOff, stmtList: -1, version: version}
+		u := &unit{idx: len(dw.units), dieOff: dieOff, stmtList: -1, version: version,
+			hdrOff: hdrOff, end: next, abbrevOff: abbrevOff, addrSize: int(addrSize), offSize: offSize}
 		u.rnglistx = e.AttrField(dwarf.AttrRnglistsBase) != nil
 		u.name, _ = e.Val(dwarf.AttrName).(string)
 		u.compDir, _ = e.Val(dwarf.AttrCompDir).(string)
@@ -248,7 +268,122 @@ func (u *unit) load(dw *dwarfIndex) {
 // inlined subroutine that has code, with its enclosing function. Entries
 // of removed functions (ranges at 0 or a tombstone) are skipped with their
 // whole subtree. Cost: linear in the unit's entries.
+//
+// The entries are read by the fast decoder of die.go; a unit it does not
+// handle is read again, from scratch, through debug/dwarf.
 func (u *unit) loadFuncs(dw *dwarfIndex) error {
+	err := u.loadFuncsFast(dw)
+	if err != errSlowPath {
+		return err
+	}
+	u.nodes, u.dead, u.funcs = nil, nil, ivIndex[frange]{}
+	return u.loadFuncsDwarf(dw)
+}
+
+// loadFuncsFast is loadFuncsDwarf on the decoder of die.go. It returns
+// nil or errSlowPath.
+func (u *unit) loadFuncsFast(dw *dwarfIndex) error {
+	r, err := newDieReader(dw, u)
+	if err != nil {
+		return err
+	}
+	var cu, e dieEntry
+	if err := r.entry(int(u.dieOff), &cu); err != nil || cu.tag == 0 {
+		return errSlowPath
+	}
+	if !cu.children {
+		return nil
+	}
+	var (
+		ranges []frange
+		rs     [][2]uint64
+		live   []frange
+	)
+	names := map[dwarf.Offset]nameInfo{}
+	stack := []int32{-1} // enclosing function node per open entry level
+	pos := cu.next
+	for len(stack) > 0 {
+		if pos >= u.end {
+			return errSlowPath // debug/dwarf would go on into the next unit
+		}
+		if err := r.entry(pos, &e); err != nil {
+			return err
+		}
+		pos = e.next
+		if e.tag == 0 {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		parent := stack[len(stack)-1]
+		cur := parent
+		switch e.tag {
+		case dwarf.TagCompileUnit, dwarf.TagPartialUnit:
+			return errSlowPath
+		case dwarf.TagSubprogram, dwarf.TagInlinedSubroutine, dwarf.TagEntryPoint:
+			if rs, err = r.funcRanges(&e, &cu, rs); err != nil {
+				return err
+			}
+			if len(rs) == 0 {
+				break
+			}
+			live = live[:0]
+			for _, rg := range rs {
+				if rg[0] < rg[1] && rg[1] <= 1<<32 && dw.live(uint32(rg[0])) {
+					live = append(live, frange{lo: uint32(rg[0]), hi: rg[1]})
+				}
+			}
+			if len(live) == 0 {
+				// Removed by the linker: ignore it and everything inside.
+				u.dead = append(u.dead, rs...)
+				if pos, err = r.skipChildren(&e, 0); err != nil {
+					return err
+				}
+				continue
+			}
+			ni, err := r.resolveName(&e, names, 0)
+			if err != nil {
+				return err
+			}
+			n := fnode{parent: parent, inlined: e.tag == dwarf.TagInlinedSubroutine, name: ni.name, firstLow: uint32(rs[0][0])}
+			n.linkage = ni.linkage || (ni.name != "" && cLikeLanguage(u.lang))
+			n.indexedRanges = u.version >= 5 && u.rnglistx && e.ranges
+			if parent >= 0 {
+				n.depth = u.nodes[parent].depth + 1
+			}
+			if e.callFileOK && e.callFile >= 0 {
+				n.callFile = uint64(e.callFile)
+			}
+			if e.callLineOK && e.callLine >= 0 {
+				n.callLine = uint32(min(e.callLine, 1<<31))
+			}
+			if e.callColOK && e.callCol >= 0 {
+				n.callCol = uint32(min(e.callCol, 1<<31))
+			}
+			cur = int32(len(u.nodes))
+			u.nodes = append(u.nodes, n)
+			for _, rg := range live {
+				rg.node = cur
+				ranges = append(ranges, rg)
+			}
+		case dwarf.TagBaseType, dwarf.TagStructType, dwarf.TagClassType, dwarf.TagUnionType,
+			dwarf.TagEnumerationType, dwarf.TagTypedef, dwarf.TagArrayType, dwarf.TagSubroutineType,
+			dwarf.TagFormalParameter, dwarf.TagVariable, dwarf.TagPointerType, dwarf.TagConstType,
+			dwarf.TagVolatileType, dwarf.TagMember:
+			if pos, err = r.skipChildren(&e, 0); err != nil {
+				return err
+			}
+			continue
+		}
+		if e.children {
+			stack = append(stack, cur)
+		}
+	}
+	u.finishFuncs(ranges)
+	return nil
+}
+
+// loadFuncsDwarf is loadFuncs through debug/dwarf.
+func (u *unit) loadFuncsDwarf(dw *dwarfIndex) error {
 	d := dw.d
 	r := d.Reader()
 	r.Seek(u.dieOff)
@@ -334,9 +469,21 @@ func (u *unit) loadFuncs(dw *dwarfIndex) error {
 			stack = append(stack, cur)
 		}
 	}
-	slices.SortStableFunc(ranges, func(a, b frange) int { return cmp.Compare(a.lo, b.lo) })
-	u.funcs = newIvIndex(ranges, func(r *frange) (uint32, uint64) { return r.lo, r.hi })
+	u.finishFuncs(ranges)
 	return nil
+}
+
+// finishFuncs indexes the function ranges loadFuncs found.
+func (u *unit) finishFuncs(ranges []frange) {
+	slices.SortStableFunc(ranges, func(a, b frange) int { return cmp.Compare(a.lo, b.lo) })
+	// The tables live as long as the File: drop the growth slack.
+	if cap(u.nodes) > len(u.nodes)+len(u.nodes)/8 {
+		u.nodes = slices.Clone(u.nodes)
+	}
+	if cap(ranges) > len(ranges)+len(ranges)/8 {
+		ranges = slices.Clone(ranges)
+	}
+	u.funcs = newIvIndex(ranges, func(r *frange) (uint32, uint64) { return r.lo, r.hi })
 }
 
 type nameInfo struct {

@@ -105,6 +105,7 @@ type File struct {
 	typ   elf.Type
 
 	sections []SectionInfo
+	allocs   []allocRange // allocated sections, for allocSectionAt
 	progs    []ProgInfo
 	segments []unwinders.Region
 
@@ -149,6 +150,7 @@ func NewFile(r io.ReaderAt, name string) (f *File, err error) {
 	if err := f.parseHeaders(); err != nil {
 		return nil, err
 	}
+	f.buildAllocs()
 	if err := f.buildSymbols(); err != nil {
 		return nil, err
 	}
@@ -407,14 +409,20 @@ func (f *File) inflate(s *SectionInfo) error {
 
 // cstring returns the NUL-terminated string at off in tab.
 func cstring(tab []byte, off uint32) (string, bool) {
+	b, ok := cbytes(tab, off)
+	return string(b), ok
+}
+
+// cbytes is cstring without the copy: the bytes alias tab.
+func cbytes(tab []byte, off uint32) ([]byte, bool) {
 	if uint64(off) >= uint64(len(tab)) {
-		return "", off == 0 && len(tab) == 0
+		return nil, off == 0 && len(tab) == 0
 	}
 	n := bytes.IndexByte(tab[off:], 0)
 	if n < 0 {
-		return "", false
+		return nil, false
 	}
-	return string(tab[off : off+uint32(n)]), true
+	return tab[off : off+uint32(n) : off+uint32(n)], true
 }
 
 func sectionTypeName(t elf.SectionType) string {
@@ -479,20 +487,45 @@ func (f *File) Section(name string) (addr uint32, data []byte, ok bool) {
 }
 
 // allocSectionAt returns the SHF_ALLOC section (of non-zero size) holding
-// addr, preferring one with contents. Cost: linear in the number of
-// sections (firmware has a handful).
+// addr, preferring one with contents (the first such in section order,
+// else the first without). Cost: linear in the number of allocated
+// sections (firmware has a handful), over a compact list.
 func (f *File) allocSectionAt(addr uint32) *SectionInfo {
-	var best *SectionInfo
-	for i := 1; i < len(f.sections); i++ {
-		s := &f.sections[i]
-		if !s.Alloc || s.Size == 0 || addr < s.Addr || uint64(addr) >= uint64(s.Addr)+uint64(s.Size) {
+	best := -1
+	for _, a := range f.allocs {
+		if addr < a.lo || uint64(addr) >= a.hi {
 			continue
 		}
-		if best == nil || (best.Type == elf.SHT_NOBITS && s.Type != elf.SHT_NOBITS) {
-			best = s
+		if !a.nobits {
+			return &f.sections[a.idx]
+		}
+		if best < 0 {
+			best = int(a.idx)
 		}
 	}
-	return best
+	if best < 0 {
+		return nil
+	}
+	return &f.sections[best]
+}
+
+// allocRange is an allocated section of non-zero size, for allocSectionAt.
+type allocRange struct {
+	hi     uint64
+	lo     uint32
+	idx    int32
+	nobits bool
+}
+
+// buildAllocs lists the allocated sections of non-zero size in section
+// order.
+func (f *File) buildAllocs() {
+	for i := 1; i < len(f.sections); i++ {
+		s := &f.sections[i]
+		if s.Alloc && s.Size > 0 {
+			f.allocs = append(f.allocs, allocRange{hi: uint64(s.Addr) + uint64(s.Size), lo: s.Addr, idx: int32(i), nobits: s.Type == elf.SHT_NOBITS})
+		}
+	}
 }
 
 // IsCode implements unwinders.Program: whether addr lies in an allocated,

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -96,6 +95,11 @@ func (b *buf) skip(n uint64, what string) {
 // uleb reads an unsigned LEB128 number (DWARF 5 section 7.6); bits beyond
 // 64 are dropped.
 func (b *buf) uleb(what string) uint64 {
+	if b.err == nil && b.pos < len(b.data) && b.data[b.pos] < 0x80 { // one byte: most operands
+		v := b.data[b.pos]
+		b.pos++
+		return uint64(v)
+	}
 	var v uint64
 	for shift := uint(0); ; shift += 7 {
 		if !b.need(1, what) {
@@ -114,6 +118,14 @@ func (b *buf) uleb(what string) uint64 {
 
 // sleb reads a signed LEB128 number.
 func (b *buf) sleb(what string) int64 {
+	if b.err == nil && b.pos < len(b.data) && b.data[b.pos] < 0x80 { // one byte
+		c := int64(b.data[b.pos])
+		b.pos++
+		if c&0x40 != 0 {
+			c |= -1 << 7
+		}
+		return c
+	}
 	var v int64
 	shift := uint(0)
 	for {
@@ -150,21 +162,40 @@ func (b *buf) cstr(what string) string {
 	return ""
 }
 
-// lineRow is one row of a line number matrix (DWARF 5 section 6.2.2).
+// lineRow is one row of a line number matrix (DWARF 5 section 6.2.2),
+// packed into 16 bytes: a large unit has a million rows.
 type lineRow struct {
-	addr uint32
-	line uint32
-	file uint32 // DWARF file number, resolved through lineTable.files
-	disc uint32
-	end  bool // DW_LNE_end_sequence: the first address past the sequence
+	addr    uint32
+	line    uint32
+	fileEnd uint32 // DWARF file number (low 31 bits) | rowEnd
+	disc    uint32
 }
+
+// rowEnd marks the DW_LNE_end_sequence row: the first address past the
+// sequence. File numbers are clamped below it (no table has 2^31 files,
+// so a clamped number still names no file).
+const rowEnd = 1 << 31
+
+func makeRow(addr, line uint32, file uint64, disc uint32, end bool) lineRow {
+	r := lineRow{addr: addr, line: line, fileEnd: uint32(min(file, rowEnd-1)), disc: disc}
+	if end {
+		r.fileEnd |= rowEnd
+	}
+	return r
+}
+
+// file is the row's DWARF file number, resolved through lineTable.files.
+func (r lineRow) file() uint32 { return r.fileEnd &^ rowEnd }
+
+// end reports whether the row is the end_sequence row.
+func (r lineRow) end() bool { return r.fileEnd&rowEnd != 0 }
 
 // lineSeq is one sequence: rows sorted by address, one row per address
 // (the last one the program emitted there, as addr2line keeps), ending with
 // the end_sequence row.
 type lineSeq struct {
-	lo   uint32
 	hi   uint64
+	lo   uint32
 	rows []lineRow
 }
 
@@ -413,8 +444,13 @@ func decodeLineTable(env *lineEnv, off uint64) (*lineTable, error) {
 
 	// The state machine (DWARF 5 section 6.2.2 and 6.2.5).
 	b.pos = int(progStart)
+	// Each sequence's rows are gathered in rows (reused), sorted, and
+	// appended to one array for the whole table; the sequences are
+	// pointed into it once it has its final size.
 	var (
 		seqs   []lineSeq
+		spans  [][2]int // per sequence, its rows in all
+		all    []lineRow
 		rows   []lineRow
 		addr   uint64
 		opIdx  uint64
@@ -426,7 +462,7 @@ func decodeLineTable(env *lineEnv, off uint64) (*lineTable, error) {
 		firstA uint64
 	)
 	reset := func() {
-		addr, opIdx, file, line, disc, rows, bad = 0, 0, 1, 1, 0, nil, false
+		addr, opIdx, file, line, disc, rows, bad = 0, 0, 1, 1, 0, rows[:0], false
 	}
 	emit := func(end bool) {
 		if len(rows) == 0 {
@@ -435,7 +471,7 @@ func decodeLineTable(env *lineEnv, off uint64) (*lineTable, error) {
 		if addr > 0xffffffff {
 			bad = true
 		}
-		rows = append(rows, lineRow{addr: uint32(addr), line: uint32(max(line, 0)), file: uint32(min(file, 0xffffffff)), disc: uint32(min(disc, 0xffffffff)), end: end})
+		rows = append(rows, makeRow(uint32(addr), uint32(max(line, 0)), file, uint32(min(disc, 0xffffffff)), end))
 		disc = 0
 	}
 	advance := func(opAdv uint64) {
@@ -450,13 +486,26 @@ func decodeLineTable(env *lineEnv, off uint64) (*lineTable, error) {
 		if n > maxLineOps {
 			return nil, fmt.Errorf(".debug_line: at offset 0x%x: more than %d opcodes", off, maxLineOps)
 		}
-		op := b.u8("opcode")
+		op := b.data[b.pos] // the loop condition leaves at least one byte
+		b.pos++
 		switch {
 		case op >= opBase:
+			// A special opcode (section 6.2.5.1): most of a program.
 			adj := uint64(op - opBase)
-			advance(adj / lineRange)
+			if maxOps == 1 {
+				addr += minInst * (adj / lineRange)
+			} else {
+				advance(adj / lineRange)
+			}
 			line += lineBase + int64(adj%lineRange)
-			emit(false)
+			if len(rows) == 0 {
+				firstA = addr
+			}
+			if addr > 0xffffffff {
+				bad = true
+			}
+			rows = append(rows, makeRow(uint32(addr), uint32(max(line, 0)), file, uint32(min(disc, 0xffffffff)), false))
+			disc = 0
 		case op == 0:
 			size := b.uleb("extended opcode length")
 			if size == 0 || size > uint64(len(b.data)-b.pos) {
@@ -469,6 +518,8 @@ func decodeLineTable(env *lineEnv, off uint64) (*lineTable, error) {
 				emit(true)
 				if !bad && len(rows) > 1 {
 					if sq := makeSeq(rows); !dead && env.live(uint32(firstA)) {
+						spans = append(spans, [2]int{len(all), len(all) + len(sq.rows)})
+						all = append(all, sq.rows...)
 						seqs = append(seqs, sq)
 					} else {
 						t.dead = append(t.dead, [2]uint64{uint64(sq.lo), sq.hi})
@@ -514,7 +565,14 @@ func decodeLineTable(env *lineEnv, off uint64) (*lineTable, error) {
 	if b.err != nil {
 		return nil, b.err
 	}
-	t.seqs = newIvIndex(seqs, func(s *lineSeq) (uint32, uint64) { return s.lo, s.hi })
+	if cap(all) > len(all)+len(all)/8 {
+		all = slices.Clone(all)
+	}
+	for i := range seqs {
+		sp := spans[i]
+		seqs[i].rows = all[sp[0]:sp[1]:sp[1]]
+	}
+	t.seqs = newIvIndex(slices.Clip(seqs), func(s *lineSeq) (uint32, uint64) { return s.lo, s.hi })
 	return t, nil
 }
 
@@ -526,7 +584,7 @@ func makeSeq(rows []lineRow) lineSeq {
 	}
 	out := rows[:0]
 	for _, r := range rows {
-		if n := len(out); n > 0 && out[n-1].addr == r.addr && out[n-1].end == r.end {
+		if n := len(out); n > 0 && out[n-1].addr == r.addr && out[n-1].end() == r.end() {
 			out[n-1] = r
 			continue
 		}
@@ -534,7 +592,7 @@ func makeSeq(rows []lineRow) lineSeq {
 	}
 	last := out[len(out)-1]
 	hi := uint64(last.addr)
-	if !last.end {
+	if !last.end() {
 		hi++
 	}
 	return lineSeq{lo: out[0].addr, hi: hi, rows: out}
@@ -545,18 +603,18 @@ func cmpRow(a, b lineRow) int {
 		return cmp.Compare(a.addr, b.addr)
 	}
 	switch {
-	case a.end == b.end:
+	case a.end() == b.end():
 		return 0
-	case b.end:
+	case b.end():
 		return -1
 	}
 	return 1
 }
 
-// find returns the row that covers addr: among the sequences that contain
-// it the one starting lowest (then the longest), as addr2line's
-// sort_line_sequences resolves overlaps, then the last row at or below addr.
-func (t *lineTable) find(addr uint32) (lineRow, bool) {
+// bestSeq returns the sequence that covers addr: among the sequences that
+// contain it the one starting lowest (then the longest), as addr2line's
+// sort_line_sequences resolves overlaps; nil when none does.
+func (t *lineTable) bestSeq(addr uint32) *lineSeq {
 	var best *lineSeq
 	t.seqs.containing(addr, func(s *lineSeq) bool {
 		if best == nil || s.lo < best.lo || (s.lo == best.lo && s.hi > best.hi) {
@@ -564,12 +622,24 @@ func (t *lineTable) find(addr uint32) (lineRow, bool) {
 		}
 		return true
 	})
-	if best == nil {
-		return lineRow{}, false
+	return best
+}
+
+// rowAt returns the last row of s at or below addr, unless that is the
+// end of the sequence. Cost: O(log n), a binary search.
+func (s *lineSeq) rowAt(addr uint32) (lineRow, bool) {
+	rows := s.rows
+	lo, hi := 0, len(rows)
+	for lo < hi { // first row with rows[i].addr > addr
+		m := int(uint(lo+hi) >> 1)
+		if rows[m].addr > addr {
+			hi = m
+		} else {
+			lo = m + 1
+		}
 	}
-	rows := best.rows
-	i := sort.Search(len(rows), func(i int) bool { return rows[i].addr > addr }) - 1
-	if i < 0 || rows[i].end || i == len(rows)-1 {
+	i := lo - 1
+	if i < 0 || rows[i].end() || i == len(rows)-1 {
 		return lineRow{}, false
 	}
 	return rows[i], true

@@ -1,9 +1,9 @@
 package elfsym
 
 import (
-	"bufio"
 	"fmt"
 	"io"
+	"strconv"
 )
 
 // Location is one level of the source position of an address. Symbolize
@@ -58,15 +58,27 @@ type Location struct {
 // Cost: O(log n) after the first lookup in a compilation unit, which
 // decodes that unit.
 func (f *File) Symbolize(addr uint32) ([]Location, error) {
-	return f.symbolize(addr, nil)
+	return f.appendSymbolize(nil, addr, nil)
+}
+
+// AppendSymbolize is Symbolize appending the locations to dst, so that a
+// caller symbolizing many addresses can reuse one slice (pass dst[:0]) and
+// allocate nothing per address once the units are decoded. It returns dst
+// unchanged when nothing is known about addr.
+func (f *File) AppendSymbolize(dst []Location, addr uint32) ([]Location, error) {
+	return f.appendSymbolize(dst, addr, nil)
 }
 
 // symbolize is Symbolize; skip, when not nil, hides function nodes from the
 // innermost-function search (tests use it to model addr2line quirks).
 func (f *File) symbolize(addr uint32, skip func(*fnode) bool) ([]Location, error) {
+	return f.appendSymbolize(nil, addr, skip)
+}
+
+func (f *File) appendSymbolize(dst []Location, addr uint32, skip func(*fnode) bool) ([]Location, error) {
 	sec := f.allocSectionAt(addr)
 	if sec == nil {
-		return nil, nil
+		return dst, nil
 	}
 	var raw string
 	var off uint32
@@ -110,7 +122,7 @@ func (f *File) symbolize(addr uint32, skip func(*fnode) bool) ([]Location, error
 	// the padding before the next function); elfsym does not blame it.
 	inGap := haveSym && a2l.size > 0 && uint64(addr) >= uint64(a2l.start)+uint64(a2l.size)
 	if found {
-		loc.File = lt.fileName(uint64(row.file))
+		loc.File = lt.fileName(uint64(row.file()))
 		loc.Line = int(row.line)
 		loc.Discriminator = int(row.disc)
 	}
@@ -131,11 +143,12 @@ func (f *File) symbolize(addr uint32, skip func(*fnode) bool) ([]Location, error
 		}
 	}
 	if !found && (!haveSym || inGap) {
-		return nil, err
+		return dst, err
 	}
 	loc.Function = demangledOrRaw(loc.LinkageName)
-	locs := []Location{loc}
-	for fn >= 0 && u.nodes[fn].inlined && u.nodes[fn].parent >= 0 && len(locs) <= len(u.nodes) {
+	base := len(dst)
+	locs := append(dst, loc)
+	for fn >= 0 && u.nodes[fn].inlined && u.nodes[fn].parent >= 0 && len(locs)-base <= len(u.nodes) {
 		n := &u.nodes[fn]
 		locs[len(locs)-1].Inlined = true
 		p := &u.nodes[n.parent]
@@ -156,17 +169,11 @@ func (f *File) symbolize(addr uint32, skip func(*fnode) bool) ([]Location, error
 // findWithLen is find that also returns the length of the sequence used,
 // which addr2line minimises across compilation units.
 func (t *lineTable) findWithLen(addr uint32) (lineRow, uint64, bool) {
-	var best *lineSeq
-	t.seqs.containing(addr, func(s *lineSeq) bool {
-		if best == nil || s.lo < best.lo || (s.lo == best.lo && s.hi > best.hi) {
-			best = s
-		}
-		return true
-	})
+	best := t.bestSeq(addr)
 	if best == nil {
 		return lineRow{}, 0, false
 	}
-	r, ok := t.find(addr)
+	r, ok := best.rowAt(addr)
 	return r, best.hi - uint64(best.lo), ok
 }
 
@@ -176,12 +183,18 @@ func (t *lineTable) findWithLen(addr uint32) (lineRow, uint64, bool) {
 // for an unknown line, " (discriminator N)" after a non-zero discriminator
 // of the innermost level). No locations print "??" and "??:0", as addr2line
 // does for an address it knows nothing about. With demangle, names are
-// demangled as with addr2line -C.
+// demangled as with addr2line -C. It makes one Write call.
 func WriteAddr2Line(w io.Writer, locs []Location, demangle bool) error {
-	bw := bufio.NewWriter(w)
+	var buf [256]byte
+	_, err := w.Write(AppendAddr2Line(buf[:0], locs, demangle))
+	return err
+}
+
+// AppendAddr2Line appends to dst what WriteAddr2Line writes and returns
+// the extended buffer. It allocates only to grow dst.
+func AppendAddr2Line(dst []byte, locs []Location, demangle bool) []byte {
 	if len(locs) == 0 {
-		bw.WriteString("??\n??:0\n")
-		return bw.Flush()
+		return append(dst, "??\n??:0\n"...)
 	}
 	for _, l := range locs {
 		name := l.LinkageName
@@ -195,16 +208,23 @@ func WriteAddr2Line(w io.Writer, locs []Location, demangle bool) error {
 		if file == "" {
 			file = "??"
 		}
-		switch {
-		case l.Line == 0:
-			fmt.Fprintf(bw, "%s\n%s:?\n", name, file)
-		case l.Discriminator != 0:
-			fmt.Fprintf(bw, "%s\n%s:%d (discriminator %d)\n", name, file, l.Line, l.Discriminator)
-		default:
-			fmt.Fprintf(bw, "%s\n%s:%d\n", name, file, l.Line)
+		dst = append(dst, name...)
+		dst = append(dst, '\n')
+		dst = append(dst, file...)
+		dst = append(dst, ':')
+		if l.Line == 0 {
+			dst = append(dst, "?\n"...)
+			continue
 		}
+		dst = strconv.AppendInt(dst, int64(l.Line), 10)
+		if l.Discriminator != 0 {
+			dst = append(dst, " (discriminator "...)
+			dst = strconv.AppendInt(dst, int64(l.Discriminator), 10)
+			dst = append(dst, ')')
+		}
+		dst = append(dst, '\n')
 	}
-	return bw.Flush()
+	return dst
 }
 
 // AddrLocations is the JSON form of one symbolized address, for

@@ -86,7 +86,7 @@ type symtab struct {
 	present bool
 	funcs   ivIndex[sym] // STT_FUNC: FuncAt
 	all     ivIndex[sym] // functions, objects and labels: SymbolFor
-	a2l     []sym        // addr2line's candidates (FUNC and NOTYPE), by start
+	a2l     []a2lSym     // addr2line's candidates (FUNC and NOTYPE), by start then symbol order
 	maps    []mapSym     // mapping symbols, by address
 	byName  map[string]uint32
 	codeAt0 bool // a function symbol starts at address 0
@@ -94,9 +94,16 @@ type symtab struct {
 	nThumb, nARM int
 }
 
+// a2lSym is an addr2line candidate: its start, for the binary search, and
+// the symbol in all.items.
+type a2lSym struct {
+	start uint32
+	idx   int32
+}
+
 // isMappingSymbol reports whether name is an ARM mapping symbol: $a, $t or
 // $d, optionally followed by a period and any characters (IHI 0044 5.5.5).
-func isMappingSymbol(name string) (MapKind, bool) {
+func isMappingSymbol[S string | []byte](name S) (MapKind, bool) {
 	if len(name) < 2 || name[0] != '$' || (len(name) > 2 && name[2] != '.') {
 		return MapUnknown, false
 	}
@@ -130,8 +137,8 @@ func (f *File) buildSymbols() error {
 			}
 		}
 	}
-	f.syms.byName = map[string]uint32{}
 	if tab == nil {
+		f.syms.byName = map[string]uint32{}
 		f.warnf("no symbol table: addresses cannot be named")
 		return nil
 	}
@@ -150,7 +157,27 @@ func (f *File) buildSymbols() error {
 	n := len(tab.data) / symSize
 	f.syms.present = true
 
-	var funcs, all []sym
+	// Count first, so that the tables are allocated once at their size.
+	nFunc, nAll, nMap := 0, 0, 0
+	for i := 1; i < n; i++ {
+		e := tab.data[i*symSize : (i+1)*symSize]
+		typ := elf.SymType(e[12] & 0xf)
+		nb, _ := cbytes(strs, le.Uint32(e))
+		if _, ok := isMappingSymbol(nb); ok && typ == elf.STT_NOTYPE {
+			nMap++
+			continue
+		}
+		switch typ {
+		case elf.STT_FUNC, elf.STT_GNU_IFUNC:
+			nFunc++
+			nAll++
+		case elf.STT_OBJECT, elf.STT_TLS, elf.STT_COMMON, elf.STT_NOTYPE:
+			nAll++
+		}
+	}
+	funcs, all := make([]sym, 0, nFunc), make([]sym, 0, nAll)
+	f.syms.maps = make([]mapSym, 0, nMap)
+	f.syms.byName = make(map[string]uint32, nAll)
 	var file string
 	const (
 		nothingSeen = iota
@@ -161,7 +188,7 @@ func (f *File) buildSymbols() error {
 	for i := 1; i < n; i++ {
 		e := tab.data[i*symSize : (i+1)*symSize]
 		off := int64(tab.Offset) + int64(i*symSize)
-		name, ok := cstring(strs, le.Uint32(e))
+		nameB, ok := cbytes(strs, le.Uint32(e))
 		if !ok {
 			return f.errorf(off, ErrMalformed, "symbol %d: name offset 0x%x is outside the string table (%d bytes) or not NUL-terminated", i, le.Uint32(e), len(strs))
 		}
@@ -174,7 +201,7 @@ func (f *File) buildSymbols() error {
 		}
 		inSection := shndx != uint32(elf.SHN_UNDEF) && shndx < uint32(elf.SHN_LORESERVE) && int(shndx) < len(f.sections)
 		if typ == elf.STT_FILE {
-			file = name
+			file = string(nameB)
 			if state == symbolSeen {
 				state = fileAfterSymbolSeen
 			}
@@ -183,7 +210,7 @@ func (f *File) buildSymbols() error {
 		if state == nothingSeen {
 			state = symbolSeen
 		}
-		if mk, ok := isMappingSymbol(name); ok && typ == elf.STT_NOTYPE {
+		if mk, ok := isMappingSymbol(nameB); ok && typ == elf.STT_NOTYPE {
 			if inSection {
 				f.syms.maps = append(f.syms.maps, mapSym{addr: value, shndx: shndx, kind: mk})
 			}
@@ -192,6 +219,7 @@ func (f *File) buildSymbols() error {
 		if shndx == uint32(elf.SHN_UNDEF) || typ == elf.STT_SECTION {
 			continue
 		}
+		name := string(nameB)
 		s := sym{name: name, start: value, size: size, shndx: shndx, order: int32(i), global: bind != elf.STB_LOCAL}
 		if !inSection {
 			s.shndx = 0
@@ -244,19 +272,30 @@ func (f *File) buildSymbols() error {
 			f.syms.nARM++
 		}
 	}
+	nA2L := 0
 	for i := range all {
 		if all[i].kind == SymFunc && !all[i].thumb && f.mappingAt(all[i].start, all[i].shndx) == MapThumb {
 			all[i].thumb = true
 		}
 		if all[i].kind == SymFunc || all[i].kind == SymLabel {
-			f.syms.a2l = append(f.syms.a2l, all[i])
+			nA2L++
 		}
 	}
-	slices.SortFunc(f.syms.a2l, func(a, b sym) int {
-		return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(a.order, b.order))
-	})
+	// The sorted copies are exact-size: the indexes live as long as the File.
+	f.syms.maps = slices.Clip(f.syms.maps)
+	funcs = sortSyms(funcs)
+	all = sortSyms(all)
 	f.setEnds(funcs)
 	f.setEnds(all)
+	f.syms.a2l = make([]a2lSym, 0, nA2L)
+	for i := range all {
+		if all[i].kind == SymFunc || all[i].kind == SymLabel {
+			f.syms.a2l = append(f.syms.a2l, a2lSym{all[i].start, int32(i)})
+		}
+	}
+	slices.SortFunc(f.syms.a2l, func(a, b a2lSym) int {
+		return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(all[a.idx].order, all[b.idx].order))
+	})
 	f.syms.funcs = newIvIndex(funcs, func(s *sym) (uint32, uint64) { return s.start, s.end })
 	f.syms.all = newIvIndex(all, func(s *sym) (uint32, uint64) { return s.start, s.end })
 	if len(funcs) == 0 {
@@ -265,14 +304,36 @@ func (f *File) buildSymbols() error {
 	return nil
 }
 
-// setEnds sorts syms by start (larger size first, then symbol table order)
-// and sets the lookup range of each: [start, start+size) for a sized
-// symbol; for a sizeless one up to the next symbol that starts later, and
-// never past the end of its section.
-func (f *File) setEnds(syms []sym) {
-	slices.SortFunc(syms, func(a, b sym) int {
-		return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(b.size, a.size), cmp.Compare(a.order, b.order))
+// sortSyms returns syms sorted by start, larger size first, then symbol
+// table order, in a new slice of exactly their number. It sorts small
+// keys and moves each symbol once: a firmware image has 10^5 symbols.
+func sortSyms(syms []sym) []sym {
+	type key struct {
+		startSize uint64 // start, then the complement of the size
+		order     int32
+		i         int32
+	}
+	keys := make([]key, len(syms))
+	for i := range syms {
+		keys[i] = key{uint64(syms[i].start)<<32 | uint64(^syms[i].size), syms[i].order, int32(i)}
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if a.startSize != b.startSize {
+			return cmp.Compare(a.startSize, b.startSize)
+		}
+		return cmp.Compare(a.order, b.order)
 	})
+	out := make([]sym, len(syms))
+	for j, k := range keys {
+		out[j] = syms[k.i]
+	}
+	return out
+}
+
+// setEnds sets the lookup range of each of syms, sorted by sortSyms:
+// [start, start+size) for a sized symbol; for a sizeless one up to the
+// next symbol that starts later, and never past the end of its section.
+func (f *File) setEnds(syms []sym) {
 	for i := range syms {
 		s := &syms[i]
 		if s.size > 0 {
@@ -449,11 +510,19 @@ func (f *File) SymbolFor(addr uint32) (SymbolRef, bool) {
 // addr's section with the greatest value <= addr, the larger one on a tie,
 // sizes otherwise ignored. Cost: O(log n).
 func (f *File) addr2lineSymbol(addr uint32, sec *SectionInfo) (sym, bool) {
-	items := f.syms.a2l
-	i := sort.Search(len(items), func(i int) bool { return items[i].start > addr }) - 1
+	idx, all := f.syms.a2l, f.syms.all.items
+	lo, hi := 0, len(idx)
+	for lo < hi { // the first candidate starting above addr
+		if m := int(uint(lo+hi) >> 1); idx[m].start > addr {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	i := lo - 1
 	var best *sym
-	for ; i >= 0 && items[i].start >= sec.Addr; i-- {
-		s := &items[i]
+	for ; i >= 0 && idx[i].start >= sec.Addr; i-- {
+		s := &all[idx[i].idx]
 		if s.shndx != uint32(sec.Index) {
 			continue
 		}
@@ -495,11 +564,26 @@ func newIvIndex[T any](items []T, span func(*T) (uint32, uint64)) ivIndex[T] {
 	return ix
 }
 
+// last returns the index of the last item starting at or below addr, or
+// -1.
+func (ix *ivIndex[T]) last(addr uint32) int {
+	s := ix.starts
+	lo, hi := 0, len(s)
+	for lo < hi {
+		if m := int(uint(lo+hi) >> 1); s[m] > addr {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	return lo - 1
+}
+
 // innermost returns the containing item with the greatest start (the first
 // such in index order on a tie).
 func (ix *ivIndex[T]) innermost(addr uint32) (T, bool) {
 	var zero T
-	i := sort.Search(len(ix.starts), func(i int) bool { return ix.starts[i] > addr }) - 1
+	i := ix.last(addr)
 	found := -1
 	for ; i >= 0 && ix.maxEnd[i] > uint64(addr); i-- {
 		if found >= 0 && ix.starts[i] != ix.starts[found] {
@@ -518,7 +602,7 @@ func (ix *ivIndex[T]) innermost(addr uint32) (T, bool) {
 // containing calls fn for every item containing addr, latest start first,
 // until fn returns false.
 func (ix *ivIndex[T]) containing(addr uint32, fn func(*T) bool) {
-	i := sort.Search(len(ix.starts), func(i int) bool { return ix.starts[i] > addr }) - 1
+	i := ix.last(addr)
 	for ; i >= 0 && ix.maxEnd[i] > uint64(addr); i-- {
 		if _, hi := ix.span(&ix.items[i]); hi > uint64(addr) {
 			if !fn(&ix.items[i]) {

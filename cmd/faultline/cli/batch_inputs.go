@@ -8,8 +8,11 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/faultline-dev/faultline/crashdump"
 )
@@ -93,27 +96,43 @@ func (s *inputSet) addCandidates(files []string, arg string) {
 	slices.Sort(files)
 	referenced := map[string]bool{}
 	var manifests, others []string
+	var jsons []string
 	for _, f := range files {
 		if strings.EqualFold(filepath.Ext(f), ".json") {
-			m, ok := readManifestRefs(f)
-			if !ok {
-				continue // another tool's JSON
-			}
-			for _, r := range m {
-				referenced[r] = true
-			}
-			manifests = append(manifests, f)
+			jsons = append(jsons, f)
 		} else {
 			others = append(others, f)
 		}
 	}
+	// Reading every manifest is the part of a large batch that runs
+	// before the workers start: spread it over the cores.
+	type refs struct {
+		paths []string
+		ok    bool
+	}
+	read := make([]refs, len(jsons))
+	parallel(len(jsons), func(i int) {
+		read[i].paths, read[i].ok = readManifestRefs(jsons[i])
+	})
+	for i, f := range jsons {
+		if !read[i].ok {
+			continue // another tool's JSON
+		}
+		for _, r := range read[i].paths {
+			referenced[r] = true
+		}
+		manifests = append(manifests, f)
+	}
 	var keep []string
 	keep = append(keep, manifests...)
-	for _, f := range others {
-		if referenced[filepath.Clean(f)] || !detectDump(f) {
-			continue
+	isDump := make([]bool, len(others))
+	parallel(len(others), func(i int) {
+		isDump[i] = !referenced[filepath.Clean(others[i])] && detectDump(others[i])
+	})
+	for i, f := range others {
+		if isDump[i] {
+			keep = append(keep, f)
 		}
-		keep = append(keep, f)
 	}
 	slices.Sort(keep)
 	if len(keep) == 0 {
@@ -125,6 +144,34 @@ func (s *inputSet) addCandidates(files []string, arg string) {
 			s.paths = append(s.paths, f)
 		}
 	}
+}
+
+// parallel calls fn(0) .. fn(n-1) on up to GOMAXPROCS goroutines and
+// returns when all have returned.
+func parallel(n int, fn func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if workers <= 1 {
+		for i := range n {
+			fn(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				fn(i)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // readManifestRefs returns the cleaned paths of the region files a JSON

@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 
@@ -37,40 +40,67 @@ line. Addresses are hex (with or without 0x).`,
 			for _, w := range elf.Warnings() {
 				fmt.Fprintf(cmd.ErrOrStderr(), "faultline: warning: %s\n", w)
 			}
-			out := bufio.NewWriter(cmd.OutOrStdout())
+			out := bufio.NewWriterSize(cmd.OutOrStdout(), 64*1024)
 			defer out.Flush()
-			var results []elfsym.AddrLocations
-			do := func(s string) error {
-				a, err := parseAddr(s)
-				if err != nil {
-					return usageError{err}
-				}
+			var (
+				results []elfsym.AddrLocations
+				locs    []elfsym.Location // reused for every address
+				text    []byte            // one address's text, reused
+			)
+			do := func(a uint32) error {
 				if format == "json" {
 					results = append(results, elf.Describe(a))
 					return nil
 				}
-				locs, err := elf.Symbolize(a)
+				var err error
+				locs, err = elf.AppendSymbolize(locs[:0], a)
 				if err != nil {
 					// addr2line prints what it can and carries on.
 					fmt.Fprintf(cmd.ErrOrStderr(), "faultline: 0x%08x: %v\n", a, err)
 				}
-				return elfsym.WriteAddr2Line(out, locs, demangle)
+				text = elfsym.AppendAddr2Line(text[:0], locs, demangle)
+				_, err = out.Write(text)
+				return err
+			}
+			doString := func(s string) error {
+				a, err := parseAddr(s)
+				if err != nil {
+					return usageError{err}
+				}
+				return do(a)
 			}
 			if len(addrs) > 0 {
 				for _, s := range addrs {
-					if err := do(s); err != nil {
+					if err := doString(s); err != nil {
 						return err
 					}
 				}
 			} else {
-				sc := bufio.NewScanner(cmd.InOrStdin())
+				if f, ok := cmd.InOrStdin().(*os.File); ok && f == os.Stdin && os.Getenv("GOGC") == "" {
+					// A stream of addresses may decode every unit of a
+					// large ELF: its tables become most of the heap and
+					// stay live, so the default collector target (twice
+					// the live heap) would double the peak memory. Half
+					// as much headroom costs a few percent of CPU. (Only
+					// in a process of our own: tests run this
+					// in-process.)
+					defer debug.SetGCPercent(debug.SetGCPercent(50))
+				}
+				// Like addr2line, answer every address that has arrived
+				// before waiting for more: the output is flushed whenever
+				// reading would block, so symbolize works as a
+				// co-process over a pipe, yet writes in large blocks
+				// when the input is a file.
+				in := &flushingReader{r: cmd.InOrStdin(), w: out}
+				sc := bufio.NewScanner(in)
 				sc.Buffer(make([]byte, 64*1024), 1<<20)
 				for sc.Scan() {
-					for _, s := range strings.Fields(sc.Text()) {
-						if err := do(s); err != nil {
-							return err
-						}
+					if err := eachAddr(sc.Bytes(), do, doString); err != nil {
+						return err
 					}
+				}
+				if in.flushErr != nil {
+					return in.flushErr
 				}
 				if err := sc.Err(); err != nil {
 					return fmt.Errorf("reading addresses from standard input: %w", err)
@@ -91,6 +121,97 @@ line. Addresses are hex (with or without 0x).`,
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text|json")
 	cmd.Flags().BoolVarP(&demangle, "demangle", "C", false, "demangle C++ names (like addr2line -C)")
 	return cmd
+}
+
+// flushingReader flushes w before each read from r, so that what has been
+// answered is out before the reader may block. A failed flush ends the
+// input and is kept in flushErr.
+type flushingReader struct {
+	r        io.Reader
+	w        *bufio.Writer
+	flushErr error
+}
+
+func (f *flushingReader) Read(p []byte) (int, error) {
+	if err := f.w.Flush(); err != nil {
+		f.flushErr = err
+		return 0, err
+	}
+	return f.r.Read(p)
+}
+
+// eachAddr splits a line of input into fields as strings.Fields does and
+// calls do with each field's address. A field that is a plain 1- to
+// 8-digit hex number (with or without 0x) is parsed here without
+// allocating; anything else (and a line with non-ASCII bytes, whose
+// Unicode spaces strings.Fields would honour) goes through doString, which
+// parses it with parseAddr and reports its errors.
+func eachAddr(line []byte, do func(uint32) error, doString func(string) error) error {
+	for _, c := range line {
+		if c >= 0x80 {
+			for _, s := range strings.Fields(string(line)) {
+				if err := doString(s); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	for i := 0; i < len(line); {
+		for i < len(line) && asciiSpace(line[i]) {
+			i++
+		}
+		j := i
+		for j < len(line) && !asciiSpace(line[j]) {
+			j++
+		}
+		if i == j {
+			break
+		}
+		tok := line[i:j]
+		i = j
+		if a, ok := quickHex(tok); ok {
+			if err := do(a); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := doString(string(tok)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// asciiSpace is the ASCII subset of unicode.IsSpace.
+func asciiSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
+}
+
+// quickHex parses 1 to 8 hex digits, optionally after 0x or 0X: the
+// common case of parseAddr, which accepts the same values.
+func quickHex(tok []byte) (uint32, bool) {
+	if len(tok) > 2 && tok[0] == '0' && (tok[1] == 'x' || tok[1] == 'X') {
+		tok = tok[2:]
+	}
+	if len(tok) == 0 || len(tok) > 8 {
+		return 0, false
+	}
+	var v uint32
+	for _, c := range tok {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		v = v<<4 | uint32(c)
+	}
+	return v, true
 }
 
 // parseAddr accepts hex with or without 0x, as addr2line does.
