@@ -19,6 +19,11 @@ type oracleCase struct {
 	name   string // subtest name
 	elf    string
 	oracle string
+	// sample: a firmware sample, held to the issue's bar of 99.5%
+	// agreement; the testdata ELFs are built to provoke the accepted
+	// differences (dead DWARF at 0, rnglistx) and are held only to having
+	// every difference explained.
+	sample bool
 }
 
 // oracleCases lists every testdata ELF and every firmware sample ELF with
@@ -28,12 +33,17 @@ func oracleCases(t testing.TB) []oracleCase {
 	own, _ := filepath.Glob("testdata/*.elf")
 	for _, e := range own {
 		n := strings.TrimSuffix(filepath.Base(e), ".elf")
-		cs = append(cs, oracleCase{n, e, filepath.Join("testdata/oracle", n+".addr2line")})
+		cs = append(cs, oracleCase{n, e, filepath.Join("testdata/oracle", n+".addr2line"), false})
 	}
 	fw, _ := filepath.Glob("../firmware-samples/build/*.elf")
 	for _, e := range fw {
 		n := strings.TrimSuffix(filepath.Base(e), ".elf")
-		cs = append(cs, oracleCase{"firmware-samples/" + n, e, filepath.Join("testdata/oracle/firmware-samples", n+".addr2line")})
+		cs = append(cs, oracleCase{"firmware-samples/" + n, e, filepath.Join("testdata/oracle/firmware-samples", n+".addr2line"), true})
+	}
+	capt, _ := filepath.Glob("../firmware-samples/capture/build/*.elf")
+	for _, e := range capt {
+		n := strings.TrimSuffix(filepath.Base(e), ".elf")
+		cs = append(cs, oracleCase{"firmware-samples/capture/" + n, e, filepath.Join("testdata/oracle/firmware-samples/capture", n+".addr2line"), true})
 	}
 	if len(cs) == 0 {
 		t.Fatal("no ELF files found in testdata")
@@ -99,16 +109,6 @@ var acceptedDiffs = []acceptedDiff{
 		},
 	},
 	{
-		name: "gap-after-symbol",
-		reason: "for an address past the size of the nearest function symbol below it (alignment " +
-			"padding between functions) and without a DWARF line, addr2line prints that symbol; " +
-			"elfsym does not blame a function for bytes outside it and knows nothing (??/??:0)",
-		match: func(f *File, addr uint32, want, got string) bool {
-			ref, ok := f.SymbolFor(addr)
-			return ok && ref.Placement == InGap && got == "??\n??:0\n" && strings.HasPrefix(want, ref.Name+"\n")
-		},
-	},
-	{
 		name: "binutils-rnglistx",
 		reason: "binutils 2.40 does not follow DW_AT_ranges in DW_FORM_rnglistx (clang's DWARF 5) on " +
 			"inlined subroutines, so addr2line drops those inline levels and prints the enclosing " +
@@ -152,7 +152,20 @@ func TestAddr2LineOracle(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			agree := 0
+			// The second oracle, for the addresses where binutils is
+			// known to be wrong (binutils-rnglistx).
+			llvm := map[uint32]string{}
+			if lsha, lents, err := readOracle(strings.TrimSuffix(c.oracle, ".addr2line") + ".llvm-symbolizer"); err == nil {
+				if lsha != sha {
+					t.Fatalf("the llvm-symbolizer oracle of %s is stale (regenerate with gen-oracle.sh)", c.elf)
+				}
+				for _, e := range lents {
+					llvm[e.addr] = e.text
+				}
+			} else if !os.IsNotExist(err) {
+				t.Fatal(err)
+			}
+			agree, agreeLLVM := 0, 0
 			kinds := map[string]int{}
 			var bad []string
 			for _, e := range ents {
@@ -160,9 +173,7 @@ func TestAddr2LineOracle(t *testing.T) {
 				if err != nil {
 					t.Errorf("0x%08x: %v", e.addr, err)
 				}
-				var b strings.Builder
-				WriteAddr2Line(&b, locs, false)
-				got := b.String()
+				got := string(f.AppendAddr2LineAt(nil, e.addr, locs, false))
 				if got == e.text {
 					agree++
 					continue
@@ -179,6 +190,15 @@ func TestAddr2LineOracle(t *testing.T) {
 					continue
 				}
 				kinds[kind]++
+				if kind == "binutils-rnglistx" && len(llvm) > 0 {
+					// llvm-symbolizer prints line 0 as "0",
+					// addr2line (and this text form) as "?".
+					if l, ok := llvm[e.addr]; ok && strings.ReplaceAll(l, ":0\n", ":?\n") == got {
+						agreeLLVM++
+					} else {
+						t.Errorf("0x%08x: addr2line is known to be wrong here, and llvm-symbolizer disagrees too:\nllvm-symbolizer:\n%selfsym:\n%s", e.addr, l, got)
+					}
+				}
 			}
 			pct := 100 * float64(agree) / float64(max(len(ents), 1))
 			accepted := 0
@@ -188,12 +208,13 @@ func TestAddr2LineOracle(t *testing.T) {
 				ks = append(ks, fmt.Sprintf("%s=%d", k, n))
 			}
 			sort.Strings(ks)
-			// Agreement is reported raw; the threshold applies to the
-			// addresses that no accepted difference explains.
-			judged := len(ents) - accepted
-			jpct := 100 * float64(agree) / float64(max(judged, 1))
-			line := fmt.Sprintf("%-36s %5d/%5d agree (%6.2f%% raw, %6.2f%% of %d not explained by an accepted difference) accepted: %s",
-				c.name, agree, len(ents), pct, jpct, judged, strings.Join(ks, " "))
+			// The issue's bar: at least 99.5% of all addresses agree
+			// exactly with an independent oracle (addr2line, or
+			// llvm-symbolizer where binutils is known to be wrong), and
+			// every other one is an accepted difference.
+			opct := 100 * float64(agree+agreeLLVM) / float64(max(len(ents), 1))
+			line := fmt.Sprintf("%-44s %5d/%5d agree with addr2line (%6.2f%%), %3d more with llvm-symbolizer (%6.2f%%); accepted: %s",
+				c.name, agree, len(ents), pct, agreeLLVM, opct, strings.Join(ks, " "))
 			summary = append(summary, line)
 			t.Log(line)
 			for i, s := range bad {
@@ -203,8 +224,8 @@ func TestAddr2LineOracle(t *testing.T) {
 				}
 				t.Errorf("unexplained difference at %s", s)
 			}
-			if jpct < 99.5 {
-				t.Errorf("agreement %.2f%% is below 99.5%%", jpct)
+			if c.sample && opct < 99.5 {
+				t.Errorf("agreement %.2f%% is below 99.5%%", opct)
 			}
 		})
 	}

@@ -153,11 +153,11 @@ func (f *File) appendSymbolize(dst []Location, addr uint32, skip func(*fnode) bo
 		locs[len(locs)-1].Inlined = true
 		p := &u.nodes[n.parent]
 		locs = append(locs, Location{
-			Function:    demangledOrRaw(p.name),
-			LinkageName: p.name,
-			Symbol:      raw,
-			Offset:      off,
-			File:        lt.fileName(n.callFile),
+			Function:      demangledOrRaw(p.name),
+			LinkageName:   p.name,
+			Symbol:        raw,
+			Offset:        off,
+			File:          lt.fileName(n.callFile),
 			Line:        int(n.callLine),
 			Column:      int(n.callCol),
 		})
@@ -196,6 +196,12 @@ func AppendAddr2Line(dst []byte, locs []Location, demangle bool) []byte {
 	if len(locs) == 0 {
 		return append(dst, "??\n??:0\n"...)
 	}
+	// addr2line (binutils 2.40) prints the innermost row's discriminator
+	// after every line of the chain, the inlined callers' call lines
+	// included (it never resets it while walking the inliners); the call
+	// sites have no discriminator of their own in the DWARF. The text form
+	// mirrors that; Location keeps the truth.
+	disc := locs[0].Discriminator
 	for _, l := range locs {
 		name := l.LinkageName
 		if demangle || name == "" {
@@ -217,14 +223,45 @@ func AppendAddr2Line(dst []byte, locs []Location, demangle bool) []byte {
 			continue
 		}
 		dst = strconv.AppendInt(dst, int64(l.Line), 10)
-		if l.Discriminator != 0 {
+		if disc != 0 {
 			dst = append(dst, " (discriminator "...)
-			dst = strconv.AppendInt(dst, int64(l.Discriminator), 10)
+			dst = strconv.AppendInt(dst, int64(disc), 10)
 			dst = append(dst, ')')
 		}
 		dst = append(dst, '\n')
 	}
 	return dst
+}
+
+// AppendAddr2LineAt appends what `addr2line -f -i` prints for addr, given
+// the locations Symbolize found for it: AppendAddr2Line, except for an
+// address in the padding past a sized function symbol where nothing else
+// is known. Symbolize returns nothing there (elfsym does not blame a
+// function for bytes outside it; SymbolFor says InGap), but addr2line
+// names the symbol with an unknown line ("f\nfile.c:?"), and this text form
+// mirrors addr2line so that tools built on its output keep working. The
+// JSON form (Describe) keeps the distinction.
+func (f *File) AppendAddr2LineAt(dst []byte, addr uint32, locs []Location, demangle bool) []byte {
+	if len(locs) == 0 {
+		if sec := f.allocSectionAt(addr); sec != nil {
+			if a2l, ok := f.addr2lineSymbol(addr, sec); ok && a2l.size > 0 && uint64(addr) >= uint64(a2l.start)+uint64(a2l.size) {
+				name := a2l.name
+				if demangle {
+					name = demangledOrRaw(name)
+				}
+				// addr2line's file is then the STT_FILE symbol's name.
+				file := a2l.file
+				if file == "" {
+					file = "??"
+				}
+				dst = append(dst, name...)
+				dst = append(dst, '\n')
+				dst = append(dst, file...)
+				return append(dst, ":?\n"...)
+			}
+		}
+	}
+	return AppendAddr2Line(dst, locs, demangle)
 }
 
 // AddrLocations is the JSON form of one symbolized address, for

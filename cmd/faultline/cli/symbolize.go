@@ -24,7 +24,17 @@ func newSymbolize() *cobra.Command {
 		Long: `symbolize prints, for each address, the function and file:line of every
 inline level, innermost first, exactly as arm-none-eabi-addr2line -f -i -e
 does. With no ADDR it reads addresses from standard input, one or more per
-line. Addresses are hex (with or without 0x).`,
+line. Addresses are hex (with or without 0x).
+
+The text form copies addr2line's conventions, its quirks included: an
+address in the padding past a function's end is named after that function
+with an unknown line, and the innermost discriminator is repeated on the
+inlined callers' lines. --format json tells the padding apart
+("placement": "gap") and gives each call site's own line. Two deliberate
+differences remain: DWARF of code removed by --gc-sections (relocated to
+address 0) is never used, and clang's DWARF 5 inline ranges
+(DW_FORM_rnglistx), which binutils 2.40 skips, are followed, as
+llvm-symbolizer does.`,
 		RunE: func(cmd *cobra.Command, addrs []string) error {
 			if elfPath == "" {
 				return usagef("--elf is required")
@@ -58,7 +68,7 @@ line. Addresses are hex (with or without 0x).`,
 					// addr2line prints what it can and carries on.
 					fmt.Fprintf(cmd.ErrOrStderr(), "faultline: 0x%08x: %v\n", a, err)
 				}
-				text = elfsym.AppendAddr2Line(text[:0], locs, demangle)
+				text = elf.AppendAddr2LineAt(text[:0], a, locs, demangle)
 				_, err = out.Write(text)
 				return err
 			}
