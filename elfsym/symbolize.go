@@ -153,11 +153,11 @@ func (f *File) appendSymbolize(dst []Location, addr uint32, skip func(*fnode) bo
 		locs[len(locs)-1].Inlined = true
 		p := &u.nodes[n.parent]
 		locs = append(locs, Location{
-			Function:      demangledOrRaw(p.name),
-			LinkageName:   p.name,
-			Symbol:        raw,
-			Offset:        off,
-			File:          lt.fileName(n.callFile),
+			Function:    demangledOrRaw(p.name),
+			LinkageName: p.name,
+			Symbol:      raw,
+			Offset:      off,
+			File:        lt.fileName(n.callFile),
 			Line:        int(n.callLine),
 			Column:      int(n.callCol),
 		})
