@@ -221,8 +221,12 @@ func oracleFiles(t *testing.T) []oracleFile {
 	for _, l := range samples {
 		out = append(out, oracleFile{l, filepath.Join(samplesDir, strings.TrimSuffix(filepath.Base(l), ".frames.txt")+".elf")})
 	}
-	if len(samples) != 23 || len(local) == 0 {
-		t.Fatalf("expected 23 sample listings and some local ones, found %d and %d", len(samples), len(local))
+	capture, _ := filepath.Glob(filepath.Join(testdata, "firmware-samples", "capture", "*.frames.txt"))
+	for _, l := range capture {
+		out = append(out, oracleFile{l, filepath.Join(samplesDir, "..", "capture", "build", strings.TrimSuffix(filepath.Base(l), ".frames.txt")+".elf")})
+	}
+	if len(samples) != 23 || len(capture) != 5 || len(local) == 0 {
+		t.Fatalf("expected 23 sample listings, 5 of the capture builds and some local ones, found %d, %d and %d", len(samples), len(capture), len(local))
 	}
 	return out
 }

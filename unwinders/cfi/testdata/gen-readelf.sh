@@ -4,8 +4,9 @@
 # the cfi package's table test (TestReadelf).
 #   ./gen-readelf.sh allcfi-debug.elf ...   listings of ELFs in this directory
 #   ./gen-readelf.sh --samples              listings of the sample firmware
-#                                           (../../../firmware-samples/build/*.elf)
-#                                           into firmware-samples/
+#                                           (../../../firmware-samples/build/*.elf,
+#                                           and capture/build/*.elf) into
+#                                           firmware-samples/
 #   ./gen-readelf.sh                        both
 set -eu
 cd "$(dirname "$0")"
@@ -15,11 +16,16 @@ list() { # elf out
 	echo "$2: $(grep -c ' FDE ' "$2" || true) FDEs"
 }
 samples() {
-	mkdir -p firmware-samples
+	mkdir -p firmware-samples/capture
 	for elf in ../../../firmware-samples/build/*.elf; do
 		[ -e "$elf" ] || continue
 		b=$(basename "$elf" .elf)
 		list "$elf" "firmware-samples/$b.frames.txt"
+	done
+	for elf in ../../../firmware-samples/capture/build/*.elf; do
+		[ -e "$elf" ] || continue
+		b=$(basename "$elf" .elf)
+		list "$elf" "firmware-samples/capture/$b.frames.txt"
 	done
 }
 if [ $# -eq 0 ]; then
