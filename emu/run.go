@@ -139,8 +139,9 @@ func runChunked(ctx context.Context, cfg Config, chunk uint64) (*Result, error) 
 	}
 	eng, err := uc.Open(cpu.model)
 	if errors.Is(err, uc.ErrUnavailable) {
-		// Already says what it is; the caller adds its own prefix.
-		return nil, uc.ErrUnavailable
+		// Already says what it is (and, when libunicorn could not be
+		// loaded, why: a *uc.LoadError); the caller adds its own prefix.
+		return nil, err
 	}
 	if err != nil {
 		return nil, fmt.Errorf("emu: %w", err)

@@ -4,7 +4,7 @@
 #define FAULTLINE_UC_BRIDGE_H
 
 #include <stdint.h>
-#include <unicorn/unicorn.h>
+#include "ucapi.h" // <unicorn/unicorn.h>, with the uc_* functions loaded at run time
 
 uc_err fl_open(int model, uc_engine **out);
 uc_err fl_get_cpu_model(uc_engine *uc, int *model);

@@ -25,6 +25,14 @@
 // and must be released with Close. An Engine is not safe for concurrent use;
 // callbacks run on the goroutine that called Start.
 //
+// libunicorn is not linked: the first Open (or Available) loads it with
+// dlopen ("libunicorn.so.2", then "libunicorn.so"), resolves the functions
+// the binding calls with dlsym and checks that it is Unicorn 2.x (ucapi.h,
+// ucapi.c, load.go). A process that never emulates never loads it, and
+// faultline runs without it installed; Open then returns a *LoadError that
+// wraps ErrUnavailable and carries the dlerror text. Building still needs
+// the header, <unicorn/unicorn.h> (libunicorn-dev).
+//
 // When faultline is built without cgo (CGO_ENABLED=0) the package still
 // compiles: Open returns ErrUnavailable and every other method returns it
 // too.

@@ -3,7 +3,6 @@
 package uc
 
 /*
-#cgo pkg-config: unicorn
 #include <stdlib.h>
 #include "bridge.h"
 */
@@ -43,7 +42,13 @@ type callback struct {
 // Open creates an engine for the given M-profile CPU model: uc_open with
 // UC_ARCH_ARM|UC_MODE_THUMB, then uc_ctl(UC_CTL_CPU_MODEL) before anything
 // else (docs/unicorn.md, trap 1). The caller must Close it.
+//
+// The first Open loads libunicorn (see Available); when it cannot be loaded,
+// Open returns a *LoadError, which wraps ErrUnavailable.
 func Open(model CPUModel) (*Engine, error) {
+	if err := Available(); err != nil {
+		return nil, err
+	}
 	var h *C.uc_engine
 	if err := C.fl_open(C.int(model), &h); err != C.UC_ERR_OK {
 		return nil, &OpError{Op: "open " + model.String(), Err: Error(err)}

@@ -14,6 +14,11 @@ type Context struct{}
 // Tracker is the set of C hot hooks; unavailable without cgo.
 type Tracker struct{}
 
+const unavailableText = "emulation unavailable: faultline was built without cgo/libunicorn"
+
+// Available always returns ErrUnavailable: faultline was built without cgo.
+func Available() error { return ErrUnavailable }
+
 // Open always fails with ErrUnavailable: faultline was built without cgo.
 func Open(model CPUModel) (*Engine, error) { return nil, ErrUnavailable }
 

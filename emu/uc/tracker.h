@@ -5,7 +5,7 @@
 #define FAULTLINE_UC_TRACKER_H
 
 #include <stdint.h>
-#include <unicorn/unicorn.h>
+#include "ucapi.h" // <unicorn/unicorn.h>, with the uc_* functions loaded at run time
 
 enum {
 	FL_FRAME_CALL = 0,      // pushed by a BL/BLX

@@ -6,8 +6,26 @@ import (
 )
 
 // ErrUnavailable is returned by Open (and every Engine method) when faultline
-// was built without cgo, so there is no libunicorn to call.
-var ErrUnavailable = errors.New("emulation unavailable: faultline was built without cgo/libunicorn")
+// was built without cgo, so there is no libunicorn to call; errors.Is finds
+// it too in the *LoadError Open returns when libunicorn cannot be loaded at
+// run time. Its text says which of the two it is in this build.
+var ErrUnavailable = errors.New(unavailableText)
+
+// LoadError reports why libunicorn could not be loaded at run time (cgo
+// builds load it on the first Open instead of linking it, see Available).
+// It wraps ErrUnavailable.
+type LoadError struct {
+	Lib     string // the shared object that failed, e.g. "libunicorn.so.2"
+	Symbol  string // a function the library lacks, if that was the problem
+	Version string // the version the library reports, if it is not 2.x
+	Detail  string // what went wrong (the dlerror text when it could not be opened)
+}
+
+func (e *LoadError) Error() string {
+	return "emulation unavailable: " + e.Detail + " (Unicorn 2 is needed: apt-get install libunicorn2)"
+}
+
+func (e *LoadError) Unwrap() error { return ErrUnavailable }
 
 // CPUModel is a Unicorn ARM CPU model (enum uc_cpu_arm in unicorn/arm.h).
 type CPUModel int
