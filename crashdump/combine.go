@@ -101,7 +101,7 @@ func CombineData(regsText []byte, regsName string, images []NamedImage, opt Comb
 func readInput(path string, limit int64) ([]byte, error) {
 	b, err := readLimited(path, limit,
 		func() (fs.FileInfo, error) { return os.Stat(path) },
-		func() (*os.File, error) { return os.Open(path) })
+		func() (*os.File, error) { return os.OpenFile(path, openRead, 0) })
 	if err != nil {
 		return nil, &FormatError{File: path, Offset: -1, Msg: "cannot read: " + fsReason(err), Err: err}
 	}

@@ -161,7 +161,7 @@ func Parse(data []byte, name string, readFile func(rel string) ([]byte, error)) 
 func Load(path string) (*Dump, error) {
 	data, err := readLimited(path, MaxManifestSize,
 		func() (fs.FileInfo, error) { return os.Stat(path) },
-		func() (*os.File, error) { return os.Open(path) })
+		func() (*os.File, error) { return os.OpenFile(path, openRead, 0) })
 	if err != nil {
 		return nil, &FormatError{File: path, Offset: -1, Msg: "cannot read: " + fsReason(err), Err: err}
 	}
@@ -186,7 +186,7 @@ func Load(path string) (*Dump, error) {
 		name := filepath.FromSlash(rel)
 		b, err := readLimited(rel, limit,
 			func() (fs.FileInfo, error) { return root.Stat(name) },
-			func() (*os.File, error) { return root.Open(name) })
+			func() (*os.File, error) { return root.OpenFile(name, openRead, 0) })
 		total += int64(len(b))
 		return b, err
 	}
@@ -225,7 +225,7 @@ func readLimited(name string, limit int64, stat func() (fs.FileInfo, error), ope
 	if err := check(st); err != nil {
 		return nil, err
 	}
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	b, err := readSized(f, st.Size(), limit)
 	if err != nil {
 		return nil, err
 	}
@@ -233,6 +233,40 @@ func readLimited(name string, limit int64, stat func() (fs.FileInfo, error), ope
 		return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)}
 	}
 	return b, nil
+}
+
+// readSized reads r to its end, but no more than limit+1 bytes, like
+// io.ReadAll(io.LimitReader(r, limit+1)), into one buffer of size bytes
+// (what stat said, at most limit) that grows only if r holds more.
+func readSized(r io.Reader, size, limit int64) ([]byte, error) {
+	b := make([]byte, 0, max(min(size, limit), 0))
+	left := limit + 1
+	for {
+		if len(b) == cap(b) {
+			// Full: the file has grown since stat, or this is the read
+			// that sees the end. Probe before growing.
+			var probe [512]byte
+			n, err := r.Read(probe[:min(int64(len(probe)), left)])
+			b = append(b, probe[:n]...)
+			left -= int64(n)
+			if err == io.EOF || left <= 0 {
+				return b, nil
+			}
+			if err != nil {
+				return b, err
+			}
+			continue
+		}
+		n, err := r.Read(b[len(b):min(int64(cap(b)), int64(len(b))+left)])
+		b = b[:len(b)+n]
+		left -= int64(n)
+		if err == io.EOF || left <= 0 {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
 }
 
 var errNotRegular = errors.New("not a regular file")

@@ -43,8 +43,24 @@ func matchNative(data []byte) bool {
 	return len(t) > 0 && t[0] == '{'
 }
 
-// parseNative decodes a faultline.dump/1 manifest.
+// parseNative decodes a faultline.dump/1 manifest. The fast path
+// (nativefast.go) decodes a well-formed manifest in one pass; anything it
+// does not accept, the precise reader below decodes again, so every error
+// comes from the precise reader with its field path and offset. The
+// region files the fast path read are handed to the precise reader
+// instead of being read twice.
 func parseNative(data []byte, name string, readFile func(rel string) ([]byte, error)) (*Dump, error) {
+	var reads readLog
+	if d, ok := parseNativeFast(data, name, readFile, &reads); ok {
+		return d, nil
+	}
+	return parseNativePrecise(data, name, reads.replay(readFile))
+}
+
+// parseNativePrecise decodes a faultline.dump/1 manifest value by value
+// (jsonnode.go), reporting the first problem with its field path and
+// byte offset.
+func parseNativePrecise(data []byte, name string, readFile func(rel string) ([]byte, error)) (*Dump, error) {
 	if err := json.Unmarshal(data, new(json.RawMessage)); err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
@@ -193,6 +209,29 @@ func (p *parser) memory(n node, readFile func(rel string) ([]byte, error)) ([]un
 		nodes = append(nodes, e)
 	}
 	// Overlaps, reported against both entries in document order.
+	if a, b, ok := overlap(regions); ok {
+		return nil, p.errf(nodes[b], "region %s (0x%08x-0x%08x) overlaps %s, region %s (0x%08x-0x%08x)",
+			regions[b].Name, regions[b].Addr, regions[b].End(), nodes[a].path, regions[a].Name, regions[a].Addr, regions[a].End())
+	}
+	return regions, nil
+}
+
+// overlap finds two regions that overlap: the pair that comes first in
+// address order, as indexes a < b in document order.
+func overlap(regions []unwinders.Region) (a, b int, found bool) {
+	switch len(regions) {
+	case 0, 1:
+		return 0, 0, false
+	case 2: // the usual dump: RAM and the SCB block
+		if regions[1].Addr < regions[0].Addr {
+			if uint64(regions[0].Addr) < regions[1].End() {
+				return 0, 1, true
+			}
+		} else if uint64(regions[1].Addr) < regions[0].End() {
+			return 0, 1, true
+		}
+		return 0, 0, false
+	}
 	idx := make([]int, len(regions))
 	for i := range idx {
 		idx[i] = i
@@ -201,14 +240,10 @@ func (p *parser) memory(n node, readFile func(rel string) ([]byte, error)) ([]un
 	for k := 1; k < len(idx); k++ {
 		a, b := idx[k-1], idx[k]
 		if uint64(regions[b].Addr) < regions[a].End() {
-			if a > b {
-				a, b = b, a
-			}
-			return nil, p.errf(nodes[b], "region %s (0x%08x-0x%08x) overlaps %s, region %s (0x%08x-0x%08x)",
-				regions[b].Name, regions[b].Addr, regions[b].End(), nodes[a].path, regions[a].Name, regions[a].Addr, regions[a].End())
+			return min(a, b), max(a, b), true
 		}
 	}
-	return regions, nil
+	return 0, 0, false
 }
 
 // region decodes one memory entry; total is the size of the regions before
@@ -320,16 +355,36 @@ func (p *parser) region(e node, readFile func(rel string) ([]byte, error), total
 // checkRel rejects region file paths that are empty, absolute or escape the
 // manifest's directory: a dump is untrusted input.
 func (p *parser) checkRel(n node, rel string) error {
-	native := filepath.FromSlash(rel)
-	switch {
-	case rel == "":
+	switch relProblem(rel) {
+	case relEmpty:
 		return p.errf(n, "empty path: want a file name relative to the manifest's directory")
-	case strings.HasPrefix(rel, "/") || strings.HasPrefix(rel, `\`) || filepath.IsAbs(native) || filepath.VolumeName(native) != "":
+	case relAbsolute:
 		return p.errf(n, "%s is an absolute path: want a path relative to the manifest's directory", quoteShort(rel))
-	case strings.IndexByte(rel, 0) >= 0 || !filepath.IsLocal(native):
+	case relEscapes:
 		return p.errf(n, "%s escapes the manifest's directory: want a path inside it", quoteShort(rel))
 	}
 	return nil
+}
+
+// What is wrong with a region file path (checkRel).
+const (
+	relOK = iota
+	relEmpty
+	relAbsolute
+	relEscapes
+)
+
+func relProblem(rel string) int {
+	native := filepath.FromSlash(rel)
+	switch {
+	case rel == "":
+		return relEmpty
+	case strings.HasPrefix(rel, "/") || strings.HasPrefix(rel, `\`) || filepath.IsAbs(native) || filepath.VolumeName(native) != "":
+		return relAbsolute
+	case strings.IndexByte(rel, 0) >= 0 || !filepath.IsLocal(native):
+		return relEscapes
+	}
+	return relOK
 }
 
 // truth decodes the "truth" object.

@@ -89,14 +89,14 @@ func Analyze(elf *elfsym.File, d *crashdump.Dump, opt Options) (*Report, error) 
 	if err != nil {
 		return nil, err
 	}
-	return analyze(elf, d, name, strat.Chain(), opt.MaxFrames)
+	return analyze(elf, factsOf(elf), d, name, strat.Chain(), opt.MaxFrames)
 }
 
 // analyze is Analyze with the strategy's chain already built, so that an
 // Analyzer can share one chain (and the tables its unwinders cache) between
 // many dumps.
-func analyze(elf *elfsym.File, d *crashdump.Dump, name string, chain []unwinders.Unwinder, maxFrames int) (*Report, error) {
-	t, warnings, err := NewTarget(elf, d)
+func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, chain []unwinders.Unwinder, maxFrames int) (*Report, error) {
+	t, warnings, err := newTarget(elf, facts, d)
 	if err != nil {
 		return nil, err
 	}
@@ -147,6 +147,34 @@ func faultingRegs(frames []unwinders.Frame) *unwinders.Registers {
 // under the dump's memory, the profile, the stack bounds and the reset
 // handler.
 func NewTarget(elf *elfsym.File, d *crashdump.Dump) (*unwinders.Target, []string, error) {
+	return newTarget(elf, factsOf(elf), d)
+}
+
+// elfFacts is what NewTarget takes from elf.Info: computing it walks the
+// ELF's sections and symbols, so an Analyzer does it once.
+type elfFacts struct {
+	profile   unwinders.Profile // from Tag_CPU_name; ProfileUnknown without attributes
+	vectors   bool              // the vector table is known
+	initialSP uint32
+	reset     uint32
+}
+
+func factsOf(elf *elfsym.File) elfFacts {
+	var f elfFacts
+	if elf == nil {
+		return f
+	}
+	info := elf.Info()
+	if info.Attributes != nil {
+		f.profile = unwinders.ProfileOf(info.Attributes.CPUName)
+	}
+	if v := info.Vectors; v != nil {
+		f.vectors, f.initialSP, f.reset = true, v.InitialSP, v.Reset
+	}
+	return f
+}
+
+func newTarget(elf *elfsym.File, facts elfFacts, d *crashdump.Dump) (*unwinders.Target, []string, error) {
 	var warnings []string
 	im := &unwinders.Image{}
 	t := &unwinders.Target{Mem: im}
@@ -163,13 +191,12 @@ func NewTarget(elf *elfsym.File, d *crashdump.Dump) (*unwinders.Target, []string
 	t.Profile = unwinders.ProfileOf(d.CPU)
 	var initialSP uint32
 	if elf != nil {
-		info := elf.Info()
-		if t.Profile == unwinders.ProfileUnknown && info.Attributes != nil {
-			t.Profile = unwinders.ProfileOf(info.Attributes.CPUName)
+		if t.Profile == unwinders.ProfileUnknown {
+			t.Profile = facts.profile
 		}
-		if v := info.Vectors; v != nil {
-			initialSP = v.InitialSP
-			t.ResetHandler = v.Reset &^ 1
+		if facts.vectors {
+			initialSP = facts.initialSP
+			t.ResetHandler = facts.reset &^ 1
 		}
 	}
 	if t.Profile == unwinders.ProfileUnknown {

@@ -18,6 +18,7 @@ type Analyzer struct {
 	name      string
 	chain     []unwinders.Unwinder
 	maxFrames int
+	facts     elfFacts
 }
 
 // NewAnalyzer returns an Analyzer for opt. It fails when the strategy is
@@ -31,10 +32,10 @@ func NewAnalyzer(elf *elfsym.File, opt Options) (*Analyzer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Analyzer{elf: elf, name: name, chain: strat.Chain(), maxFrames: opt.MaxFrames}, nil
+	return &Analyzer{elf: elf, name: name, chain: strat.Chain(), maxFrames: opt.MaxFrames, facts: factsOf(elf)}, nil
 }
 
 // Analyze decodes one dump. The report is the one Analyze gives.
 func (a *Analyzer) Analyze(d *crashdump.Dump) (*Report, error) {
-	return analyze(a.elf, d, a.name, a.chain, a.maxFrames)
+	return analyze(a.elf, a.facts, d, a.name, a.chain, a.maxFrames)
 }

@@ -57,6 +57,21 @@ func runBatch(a *analysis.Analyzer, jobs []batchJob, workers int, done func(), e
 		// megabytes for about a fifth of the CPU time.
 		defer debug.SetGCPercent(debug.SetGCPercent(batchGCPercent))
 	}
+	if workers == 1 {
+		// One worker: the calling goroutine does the work, in order,
+		// without handing every dump between three goroutines (each
+		// hand-off wakes a thread on another core).
+		for _, j := range jobs {
+			r := analyzeOne(a, j)
+			if done != nil {
+				done()
+			}
+			if err := emit(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	window := 4 * workers
 	slots := make([]chan batchResult, len(jobs))
 	for i := range slots {

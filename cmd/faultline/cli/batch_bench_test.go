@@ -2,7 +2,11 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/faultline-dev/faultline/cmd/faultline/analysis"
@@ -80,5 +84,53 @@ func BenchmarkBatchStageOne(b *testing.B) {
 		if r := analyzeOne(an, job); r.err != nil {
 			b.Fatal(r.err)
 		}
+	}
+}
+
+// BenchmarkBatchFieldDumps is BenchmarkBatch on dumps as they come from
+// the field, as fixtures/bench/peers.sh part (c) times them: no truth,
+// 64 KiB of RAM, one worker (-j 1). 40 copies of the six scenarios.
+func BenchmarkBatchFieldDumps(b *testing.B) {
+	dir := b.TempDir()
+	n := 0
+	for i := range 40 {
+		for _, s := range batchScenarios {
+			p := copyDump(b, filepath.Join(dir, fmt.Sprintf("d%02d", i)), s, s, 64<<10)
+			stripTruth(b, p)
+			n++
+		}
+	}
+	cpu0, cpuOK := processCPU()
+	for b.Loop() {
+		code := Run([]string{"analyze", "--elf", batchELF(), "--format", "jsonl", "-j", "1", dir}, strings.NewReader(""), io.Discard, io.Discard)
+		if code != 0 {
+			b.Fatalf("exit %d", code)
+		}
+	}
+	total := float64(n) * float64(b.N)
+	b.ReportMetric(total/b.Elapsed().Seconds(), "dumps/s")
+	if cpu1, ok := processCPU(); ok && cpuOK && cpu1 > cpu0 {
+		b.ReportMetric(total/(cpu1-cpu0).Seconds(), "dumps/cpu-s")
+	}
+	b.ReportMetric(0, "ns/op")
+}
+
+// stripTruth removes "truth" from the manifest at p.
+func stripTruth(b *testing.B, p string) {
+	b.Helper()
+	data, err := os.ReadFile(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		b.Fatal(err)
+	}
+	delete(m, "truth")
+	if data, err = json.MarshalIndent(m, "", " "); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		b.Fatal(err)
 	}
 }

@@ -1,9 +1,9 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -182,23 +182,16 @@ func readManifestRefs(p string) ([]string, bool) {
 	if err != nil {
 		return nil, true
 	}
-	var m struct {
-		Schema *string `json:"schema"`
-		Memory []struct {
-			File string `json:"file"`
-		} `json:"memory"`
-	}
-	if json.Unmarshal(data, &m) != nil {
+	schema, files, err := crashdump.ManifestRefs(data)
+	if err != nil {
 		return nil, true
 	}
-	if m.Schema != nil && *m.Schema != crashdump.FormatNative {
+	if schema != nil && *schema != crashdump.FormatNative {
 		return nil, false
 	}
 	var refs []string
-	for _, r := range m.Memory {
-		if r.File != "" {
-			refs = append(refs, filepath.Join(filepath.Dir(p), filepath.FromSlash(r.File)))
-		}
+	for _, f := range files {
+		refs = append(refs, filepath.Join(filepath.Dir(p), filepath.FromSlash(f)))
 	}
 	return refs, true
 }
@@ -223,7 +216,28 @@ func readSmall(p string, limit int64) ([]byte, error) {
 	if !st.Mode().IsRegular() || st.Size() > limit {
 		return nil, fmt.Errorf("%s: not a regular file of at most %d bytes", p, limit)
 	}
-	return os.ReadFile(p)
+	// os.ReadFile, with the flags of openRead and a buffer sized from
+	// the stat above: one byte more, so that the read that sees the end
+	// needs no growing.
+	f, err := os.OpenFile(p, openRead, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data := make([]byte, 0, st.Size()+1)
+	for {
+		n, err := f.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if err != nil {
+			if err == io.EOF {
+				err = nil
+			}
+			return data, err
+		}
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)]
+		}
+	}
 }
 
 // walkDir lists the regular files under dir, skipping dot names.
