@@ -123,7 +123,11 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 	if r.FaultInfo.Address != nil {
 		r.Fault.Address = Hex(*r.FaultInfo.Address)
 	}
-	r.Frames = Symbolize(elf, res.Frames)
+	var symErrs []string
+	r.Frames, symErrs = symbolizeFrames(elf, res.Frames)
+	for _, e := range symErrs {
+		r.Warnings = append(r.Warnings, e+": file:line or inlined frames may be missing")
+	}
 	if r.Warnings == nil {
 		r.Warnings = []string{}
 	}

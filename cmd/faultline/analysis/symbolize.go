@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/unwinders"
@@ -12,6 +13,15 @@ import (
 // expanded into its inline chain, innermost first, as addr2line -i does.
 // Exception pseudo-frames stay single entries.
 func Symbolize(elf *elfsym.File, frames []unwinders.Frame) []FrameJSON {
+	out, _ := symbolizeFrames(elf, frames)
+	return out
+}
+
+// symbolizeFrames is Symbolize that also returns the distinct errors met
+// while decoding DWARF (an undecodable line table or unit loses file:line
+// or inline frames: the report must say so, not drop them silently).
+func symbolizeFrames(elf *elfsym.File, frames []unwinders.Frame) ([]FrameJSON, []string) {
+	var errs []string
 	out := make([]FrameJSON, 0, len(frames))
 	for _, f := range frames {
 		base := FrameJSON{
@@ -38,7 +48,10 @@ func Symbolize(elf *elfsym.File, frames []unwinders.Frame) []FrameJSON {
 			continue
 		}
 		look := f.LookupPC()
-		locs, _ := elf.Symbolize(look)
+		locs, err := elf.Symbolize(look)
+		if err != nil && !slices.Contains(errs, err.Error()) {
+			errs = append(errs, err.Error())
+		}
 		ref, haveSym := elf.SymbolFor(look)
 		if haveSym && ref.Kind == elfsym.SymObject {
 			// A PC inside a data object (a call through a NULL or corrupt
@@ -78,7 +91,7 @@ func Symbolize(elf *elfsym.File, frames []unwinders.Frame) []FrameJSON {
 	for i := range out {
 		out[i].Index = i
 	}
-	return out
+	return out, errs
 }
 
 func joinNote(a, b string) string {
