@@ -140,15 +140,16 @@ func analyzeOne(a *analysis.Analyzer, j batchJob) batchResult {
 	return res
 }
 
-// isTerminal reports whether w is a terminal (a character device), using
-// only the standard library.
+// isTerminal reports whether w is a terminal: a character device that
+// answers the terminal ioctl (isTTY; /dev/null is a character device too,
+// and gets no progress bar).
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
 	}
 	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return err == nil && st.Mode()&os.ModeCharDevice != 0 && isTTY(f)
 }
 
 // progress draws a one-line progress bar on a terminal and keeps the
@@ -168,6 +169,9 @@ type progress struct {
 
 func newProgress(w io.Writer, total int) *progress {
 	p := &progress{w: w, total: total, start: time.Now(), stop: make(chan struct{}), stopped: make(chan struct{})}
+	p.mu.Lock()
+	p.draw() // at once: a short batch still shows what it is doing
+	p.mu.Unlock()
 	go func() {
 		defer close(p.stopped)
 		t := time.NewTicker(100 * time.Millisecond)
