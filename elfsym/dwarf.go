@@ -581,3 +581,14 @@ func (dw *dwarfIndex) deadCovers(addr uint32) bool {
 	}
 	return false
 }
+
+// DWARF returns the file's decoded debugging information, or nil when the
+// file has none (or it could not be decoded: see Warnings). The returned
+// value is shared: callers read it through their own dwarf.Reader and must
+// not call its Type method, whose cache is not safe for concurrent use.
+func (f *File) DWARF() *dwarf.Data {
+	if f.dw == nil {
+		return nil
+	}
+	return f.dw.d
+}
