@@ -61,6 +61,7 @@ firmware-check: toolchain
 	$(MAKE) -C firmware-samples check
 	$(MAKE) -C firmware-samples/regress check
 	$(MAKE) -C firmware-samples/matrix check
+	$(MAKE) -C firmware-samples/rtos-zephyr check
 
 # Regenerate the QEMU + GDB oracle fixtures.
 oracle: toolchain
