@@ -52,7 +52,11 @@ type Dump struct {
 	// says where the bytes came from: the region file's name as the
 	// manifest gives it, or "hex@0x20000000" for inline hex.
 	Memory []unwinders.Region
-	Truth  *Truth // the true call stack, nil if the dump has none
+	// SymbolRegions are memory whose address is a firmware symbol's (a
+	// Zephyr coredump's threads block); PlaceSymbolRegions moves them into
+	// Memory once the ELF is known.
+	SymbolRegions []SymbolRegion
+	Truth         *Truth // the true call stack, nil if the dump has none
 	// Warnings say what an importer noticed that does not stop the dump
 	// from being used: a CrashCatcher stack-overflow trailer, registers a
 	// Zephyr dump did not collect, bytes after a Memfault dump's end.

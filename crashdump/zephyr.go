@@ -28,7 +28,8 @@ const (
 //	               v1: r0 r1 r2 r3 r12 lr pc xpsr sp (36 bytes)
 //	               v2: + r4..r11, zero when not collected (68 bytes)
 //	               v3: + callee_saved_valid, callee_saved_offset (76 bytes)
-//	'T' threads:   version u16, num_bytes u16, raw kernel struct (skipped)
+//	'T' threads:   version u16 (1), num_bytes u16, the bytes of _kernel
+//	               (struct z_kernel) at the crash: kept as a SymbolRegion
 //	'M' memory:    version u16 (1), start u32, end u32, end-start bytes
 //	'F' CPU:       version u16, num_bytes u16, cpu_id u32, thread_ptr u32, payload (skipped)
 //	'C' CRC:       version u16, crc u32: CRC-32/IEEE of every byte before the block; last
@@ -41,6 +42,8 @@ const (
 	zephyrFlagCRC    = 1 << 0
 	zephyrMemVersion = 1
 	zephyrCRCVersion = 1
+	// zephyrThreadsVersion is the threads metadata block's version.
+	zephyrThreadsVersion = 1
 )
 
 // zephyrReasons names k_fatal_error_reason values.
@@ -109,7 +112,7 @@ func decodeZephyr(r *binReader, format string) (*Dump, error) {
 	}
 
 	set := &regionSet{r: r}
-	haveArch, haveCRC := false, false
+	haveArch, haveCRC, haveThreads := false, false, false
 	var archPC uint32
 	for r.left() > 0 {
 		blk := r.off
@@ -125,16 +128,28 @@ func decodeZephyr(r *binReader, format string) (*Dump, error) {
 			}
 			archPC = d.Regs.Value(unwinders.PC)
 		case 'T':
-			if _, err := r.u16("the threads metadata block version"); err != nil {
+			v, err := r.u16("the threads metadata block version")
+			if err != nil {
 				return nil, err
 			}
 			n, err := r.u16("the threads metadata block size")
 			if err != nil {
 				return nil, err
 			}
-			if _, err := r.bytes(int(n), "the threads metadata block"); err != nil {
+			b, err := r.bytes(int(n), "the threads metadata block")
+			if err != nil {
 				return nil, err
 			}
+			if haveThreads {
+				return nil, r.errAt(blk, "second threads metadata ('T') block: want one")
+			}
+			haveThreads = true
+			if v != zephyrThreadsVersion {
+				d.Warnings = append(d.Warnings, fmt.Sprintf("threads metadata block (offset %d) has version %d, not 1: its bytes are still taken as _kernel", r.at(blk), v))
+			}
+			d.SymbolRegions = append(d.SymbolRegions, SymbolRegion{
+				Symbol: "_kernel", Name: fmt.Sprintf("%s threads block (_kernel)", format),
+				Offset: r.at(blk + 5), Data: b})
 		case 'F':
 			if _, err := r.u16("the CPU snapshot block version"); err != nil {
 				return nil, err
@@ -380,4 +395,60 @@ func parseZephyrLog(data []byte, name string, _ func(string) ([]byte, error)) (*
 		d.Warnings = append(d.Warnings, "no \"#CD:END#\" line: the log may be cut short")
 	}
 	return d, nil
+}
+
+// SymbolRegion is memory a dump holds whose address it gives only as a
+// symbol of the firmware: a Zephyr coredump's threads metadata block is
+// the bytes of _kernel, wherever the ELF put it.
+type SymbolRegion struct {
+	Symbol string // "_kernel"
+	Name   string // where the bytes came from, for messages and the region's Name
+	Offset int64  // of the bytes in the dump file, -1 unknown
+	Data   []byte
+}
+
+// PlaceSymbolRegions moves each of d.SymbolRegions whose symbol lookup
+// finds into d.Memory, at the symbol's address. lookup returns the
+// symbol's address and size (0 when unknown). A region is not placed, and
+// a warning says why, when its size differs from the symbol's (the ELF is
+// not the dump's) or when it would overlap the dump's own memory only in
+// part; when the dump's memory already holds the whole symbol, that memory
+// wins silently (both were taken at the same moment). It returns the
+// warnings (d.Warnings is left alone). Placed regions leave
+// d.SymbolRegions.
+func (d *Dump) PlaceSymbolRegions(lookup func(name string) (addr, size uint32, ok bool)) []string {
+	var warnings []string
+	var left []SymbolRegion
+	for _, sr := range d.SymbolRegions {
+		addr, size, ok := lookup(sr.Symbol)
+		if !ok {
+			left = append(left, sr)
+			continue
+		}
+		n := uint64(len(sr.Data))
+		if size != 0 && uint64(size) != n {
+			warnings = append(warnings, fmt.Sprintf("the %s has %d bytes but the ELF's %s has %d: not used (is the ELF the dump's firmware?)", sr.Name, n, sr.Symbol, size))
+			continue
+		}
+		if n == 0 || uint64(addr)+n > 1<<32 {
+			continue
+		}
+		covered, overlap := false, false
+		for _, r := range d.Memory {
+			if r.Contains(addr) && uint64(addr)+n <= r.End() {
+				covered = true
+			} else if uint64(r.Addr) < uint64(addr)+n && uint64(addr) < r.End() {
+				overlap = true
+			}
+		}
+		switch {
+		case covered:
+		case overlap:
+			warnings = append(warnings, fmt.Sprintf("the %s would partly overlap the dump's memory at 0x%08x: not used", sr.Name, addr))
+		default:
+			d.Memory = append(d.Memory, unwinders.Region{Name: sr.Name, Addr: addr, Data: sr.Data})
+		}
+	}
+	d.SymbolRegions = left
+	return warnings
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/crashdump/fault"
 	"github.com/faultline-dev/faultline/elfsym"
+	"github.com/faultline-dev/faultline/rtos"
 	"github.com/faultline-dev/faultline/unwinders"
 )
 
@@ -182,6 +183,10 @@ func newTarget(elf *elfsym.File, facts elfFacts, d *crashdump.Dump) (*unwinders.
 	var warnings []string
 	im := &unwinders.Image{}
 	t := &unwinders.Target{Mem: im}
+	if elf != nil && len(d.SymbolRegions) > 0 {
+		// A Zephyr coredump's threads block is _kernel: place it now.
+		warnings = append(warnings, d.PlaceSymbolRegions(rtos.SymbolLookup(elf))...)
+	}
 	if elf != nil {
 		if err := im.AddLayer(elf.Segments()...); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", elf.Name(), err)

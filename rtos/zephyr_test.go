@@ -1,0 +1,236 @@
+package rtos
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/faultline-dev/faultline/crashdump"
+	"github.com/faultline-dev/faultline/elfsym"
+	"github.com/faultline-dev/faultline/unwinders"
+)
+
+// zephyrBuilds are the builds of firmware-samples/rtos-zephyr with oracle
+// fixtures in fixtures/rtos-zephyr.
+var zephyrBuilds = []string{"gcc-m3-O2", "gcc-m4f-O2", "gcc-m3-O0", "clang-m3-O2", "clang-m4f-O2", "clang-m4f-Os"}
+
+// zephyrOracle is <build>.threads.json: what GDB read from each thread.
+type zephyrOracle struct {
+	Current string `json:"current"`
+	Threads []struct {
+		ID        string            `json:"id"`
+		Name      string            `json:"name"`
+		State     int               `json:"thread_state"`
+		Prio      int               `json:"prio"`
+		Current   bool              `json:"current"`
+		ExcReturn string            `json:"exc_return"`
+		Registers map[string]string `json:"registers"`
+		Stack     struct {
+			Start string `json:"start"`
+			Size  int    `json:"size"`
+		} `json:"stack"`
+		Frames []struct {
+			Function string `json:"function"`
+		} `json:"frames"`
+	} `json:"threads"`
+}
+
+func hexU32(t testing.TB, s string) uint32 {
+	t.Helper()
+	v, err := strconv.ParseUint(strings.TrimPrefix(s, "0x"), 16, 32)
+	if err != nil {
+		t.Fatalf("%q: %v", s, err)
+	}
+	return uint32(v)
+}
+
+func loadZephyrOracle(t testing.TB, build string) zephyrOracle {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "fixtures", "rtos-zephyr", build+".threads.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o zephyrOracle
+	if err := json.Unmarshal(b, &o); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// zephyrInput loads a build's ELF and a dump of it into an Input.
+func zephyrInput(t testing.TB, elfPath, dumpPath string) Input {
+	t.Helper()
+	elf, err := elfsym.Open(elfPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { elf.Close() })
+	d, err := crashdump.Load(dumpPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im := &unwinders.Image{}
+	if err := im.AddLayer(elf.Segments()...); err != nil {
+		t.Fatal(err)
+	}
+	if err := im.AddLayer(d.Memory...); err != nil {
+		t.Fatal(err)
+	}
+	return Input{ELF: elf, Mem: im, Regs: d.Regs}
+}
+
+// wantZephyr is what the sample application (firmware-samples/rtos-zephyr
+// src/app.c) left each thread doing when net_rx crashed: written from the
+// application's design, not from our output.
+var wantZephyr = map[string]struct {
+	state   State
+	waiting string
+}{
+	"net_rx":    {Running, ""},
+	"consumer":  {Blocked, "sem_data"},
+	"logger":    {Blocked, "delay"},
+	"suspender": {Suspended, ""},
+	"filter":    {Blocked, "delay"},
+	"worker":    {Ready, ""},
+	"deferred":  {Suspended, "not started"},
+	"idle":      {Ready, ""},
+}
+
+// TestZephyrOracle checks every thread of every build's native dump (RAM
+// at the HardFault) against what GDB read through the debug types in QEMU:
+// id, name, priority, stack bounds, and every register of the saved
+// context (the current thread: the crash's own registers).
+func TestZephyrOracle(t *testing.T) {
+	for _, build := range zephyrBuilds {
+		t.Run(build, func(t *testing.T) {
+			o := loadZephyrOracle(t, build)
+			in := zephyrInput(t, filepath.Join("..", "firmware-samples", "rtos-zephyr", "build", build+".elf"),
+				filepath.Join("..", "fixtures", "rtos-zephyr", build+".json"))
+			k, err := Discover(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k == nil || k.Kind != "zephyr" || k.Source != "debug types" {
+				t.Fatalf("kernel %+v, want zephyr from debug types", k)
+			}
+			if len(k.Warnings) != 0 {
+				t.Errorf("warnings: %q", k.Warnings)
+			}
+			checkZephyrThreads(t, k, o, true)
+		})
+	}
+}
+
+// checkZephyrThreads compares discovered threads with the oracle; regs
+// says whether the switched-out threads' registers are compared.
+func checkZephyrThreads(t *testing.T, k *Kernel, o zephyrOracle, regs bool) {
+	t.Helper()
+	if len(k.Threads) != len(o.Threads) {
+		t.Fatalf("%d threads, want %d: %+v", len(k.Threads), len(o.Threads), k.Threads)
+	}
+	if !k.Threads[0].Current || k.Threads[0].ID != hexU32(t, o.Current) {
+		t.Errorf("first thread %+v: want the current one %s", k.Threads[0], o.Current)
+	}
+	byID := map[uint32]Thread{}
+	for _, th := range k.Threads {
+		byID[th.ID] = th
+	}
+	for _, ot := range o.Threads {
+		th, ok := byID[hexU32(t, ot.ID)]
+		if !ok {
+			t.Errorf("thread %s %s not found", ot.ID, ot.Name)
+			continue
+		}
+		if th.Err != nil {
+			t.Errorf("%s: %v", ot.Name, th.Err)
+		}
+		if th.Name != ot.Name || th.Priority != ot.Prio || th.Current != ot.Current {
+			t.Errorf("thread %s: name %q prio %d current %v, want %q %d %v", ot.ID, th.Name, th.Priority, th.Current, ot.Name, ot.Prio, ot.Current)
+		}
+		w := wantZephyr[ot.Name]
+		if th.State != w.state || !strings.HasPrefix(th.WaitingOn, w.waiting) || (w.waiting == "" && th.WaitingOn != "") {
+			t.Errorf("%s: state %s waiting on %q, want %s %q", ot.Name, th.State, th.WaitingOn, w.state, w.waiting)
+		}
+		if start := hexU32(t, ot.Stack.Start); th.Stack.Start != start || th.Stack.End != start+uint32(ot.Stack.Size) {
+			t.Errorf("%s: stack [0x%x, 0x%x), want start %s size %d", ot.Name, th.Stack.Start, th.Stack.End, ot.Stack.Start, ot.Stack.Size)
+		}
+		if th.Stack.HighWaterBytes <= 0 || th.Stack.HighWaterBytes >= ot.Stack.Size || th.Stack.Overflow || len(th.Diagnosis) != 0 {
+			t.Errorf("%s: high water %d of %d, overflow %v, diagnosis %q", ot.Name, th.Stack.HighWaterBytes, ot.Stack.Size, th.Stack.Overflow, th.Diagnosis)
+		}
+		if th.Current || !regs {
+			continue
+		}
+		for name, v := range ot.Registers {
+			r, ok := unwinders.ParseReg(name)
+			if !ok {
+				t.Fatalf("register %q", name)
+			}
+			got, known := th.Regs.Get(r)
+			if !known || got != hexU32(t, v) {
+				t.Errorf("%s: %s = 0x%x (known %v), want %s", ot.Name, name, got, known, v)
+			}
+		}
+	}
+}
+
+// TestZephyrCoredump reads the Zephyr coredump each build's fault handler
+// wrote (the threads block holds _kernel, memory blocks hold each thread
+// and its stack, nothing else): every thread must match the oracle, the
+// current one with the registers before the exception from the arch block.
+func TestZephyrCoredump(t *testing.T) {
+	for _, build := range zephyrBuilds {
+		t.Run(build, func(t *testing.T) {
+			o := loadZephyrOracle(t, build)
+			elfPath := filepath.Join("..", "firmware-samples", "rtos-zephyr", "build", build+".elf")
+			elf, err := elfsym.Open(elfPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer elf.Close()
+			d, err := crashdump.Load(filepath.Join("..", "fixtures", "rtos-zephyr", build+".zephyr.log"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(d.SymbolRegions) != 1 || d.SymbolRegions[0].Symbol != "_kernel" {
+				t.Fatalf("symbol regions %+v: want the threads block as _kernel", d.SymbolRegions)
+			}
+			mk := func() Input {
+				im := &unwinders.Image{}
+				if err := im.AddLayer(elf.Segments()...); err != nil {
+					t.Fatal(err)
+				}
+				if err := im.AddLayer(d.Memory...); err != nil {
+					t.Fatal(err)
+				}
+				return Input{ELF: elf, Mem: im, Regs: d.Regs}
+			}
+			// Without the threads block, _kernel is not in the dump.
+			if _, err := Discover(mk()); err == nil || !strings.Contains(err.Error(), "does not hold _kernel") {
+				t.Errorf("without the threads block: %v, want the dump does not hold _kernel", err)
+			}
+			if w := d.PlaceSymbolRegions(SymbolLookup(elf)); len(w) != 0 {
+				t.Fatalf("placing: %q", w)
+			}
+			k, err := Discover(mk())
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkZephyrThreads(t, k, o, true)
+			cur := k.Threads[0]
+			for _, ot := range o.Threads {
+				if !ot.Current {
+					continue
+				}
+				for name, v := range ot.Registers {
+					r, _ := unwinders.ParseReg(name)
+					if got, known := cur.Regs.Get(r); !known || got != hexU32(t, v) {
+						t.Errorf("current %s: %s = 0x%x (known %v), want %s", ot.Name, name, got, known, v)
+					}
+				}
+			}
+		})
+	}
+}
