@@ -62,6 +62,7 @@ firmware-check: toolchain
 	$(MAKE) -C firmware-samples/regress check
 	$(MAKE) -C firmware-samples/matrix check
 	$(MAKE) -C firmware-samples/rtos-zephyr check
+	$(MAKE) -C firmware-samples/cxx check
 
 # Regenerate the QEMU + GDB oracle fixtures.
 oracle: toolchain
