@@ -21,6 +21,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/faultline-dev/faultline/crashdump/fault"
 	"github.com/faultline-dev/faultline/unwinders"
@@ -31,7 +33,7 @@ import (
 const (
 	MaxManifestSize = 64 << 20  // the dump file itself (JSON manifest, or a whole binary dump)
 	MaxRegionSize   = 512 << 20 // one memory region
-	MaxTotalSize    = 1 << 30   // all memory regions together
+	MaxTotalSize    = 1 << 30   // memory read for one dump (region files read, not mapped); LoadOptions.MaxMemory lowers it
 )
 
 // FormatNative is the Format name of the native JSON dump.
@@ -62,6 +64,8 @@ type Dump struct {
 	// Zephyr dump did not collect, bytes after a Memfault dump's end.
 	// The native format does not store them.
 	Warnings []string
+
+	unmap []func() error // Close: the mapped region files
 }
 
 // Truth is the ground-truth call stack of an emulated crash (the emulator's
@@ -157,12 +161,51 @@ func Parse(data []byte, name string, readFile func(rel string) ([]byte, error)) 
 	return f.Parse(data, name, readFile)
 }
 
-// Load reads the dump at path and detects its format from the content.
-// Region files are read relative to path's directory through an os.Root,
+// Load reads the dump at path and detects its format from the content,
+// with the default LoadOptions. See LoadWith.
+func Load(path string) (*Dump, error) { return LoadWith(path, LoadOptions{}) }
+
+// LoadOptions bound the memory Load may take for one dump.
+type LoadOptions struct {
+	// MaxMemory bounds the memory one dump may take while it is decoded:
+	// the dump file counted DecodeFactor times (it is read whole, then
+	// parsed), plus the region files that are read rather than mapped.
+	// Region files of MapThreshold bytes or more are mapped (on Unix):
+	// they cost only the pages the analysis touches and do not count.
+	// 0 means MaxTotalSize.
+	MaxMemory int64
+}
+
+const (
+	// DecodeFactor is how many times its size decoding a dump file is
+	// counted against LoadOptions.MaxMemory: the bytes read, the values
+	// decoded from them (hex regions) and the parser's own state.
+	DecodeFactor = 3
+	// MapThreshold is the size from which region files are mapped
+	// instead of read.
+	MapThreshold = 256 << 10
+)
+
+// LoadWith reads the dump at path and detects its format from the content.
+// Region files are opened relative to path's directory through an os.Root,
 // so neither the manifest nor a symbolic link can reach outside it; they
-// must be regular files. Errors are *FormatError; errors.Is works for
-// fs.ErrNotExist, ErrTooLarge and ErrUnknownFormat.
-func Load(path string) (*Dump, error) {
+// must be regular files. Large region files are mapped read-only rather
+// than read, so that only the pages the analysis reads are ever loaded;
+// call Dump.Close to unmap them when done. (A region file truncated by
+// another process while it is mapped makes reads of the lost pages fault:
+// dump directories are not expected to change under the reader.)
+//
+// Errors are *FormatError; errors.Is works for fs.ErrNotExist,
+// ErrTooLarge and ErrUnknownFormat.
+func LoadWith(path string, opt LoadOptions) (*Dump, error) {
+	limit := opt.MaxMemory
+	if limit <= 0 {
+		limit = MaxTotalSize
+	}
+	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() && st.Size()*DecodeFactor > limit {
+		return nil, &FormatError{File: path, Offset: -1, Err: ErrTooLarge,
+			Msg: fmt.Sprintf("%d bytes: decoding it needs about %d bytes of memory, more than the per-dump limit of %s", st.Size(), st.Size()*DecodeFactor, FormatBytes(limit))}
+	}
 	data, err := readLimited(path, MaxManifestSize,
 		func() (fs.FileInfo, error) { return os.Stat(path) },
 		func() (*os.File, error) { return os.OpenFile(path, openRead, 0) })
@@ -172,7 +215,8 @@ func Load(path string) (*Dump, error) {
 	var (
 		root    *os.Root
 		rootErr error
-		total   int64
+		used    = int64(len(data)) * DecodeFactor
+		unmaps  []func() error
 	)
 	defer func() {
 		if root != nil {
@@ -186,15 +230,110 @@ func Load(path string) (*Dump, error) {
 		if rootErr != nil {
 			return nil, rootErr
 		}
-		limit := min(int64(MaxRegionSize), MaxTotalSize-total)
-		name := filepath.FromSlash(rel)
-		b, err := readLimited(rel, limit,
-			func() (fs.FileInfo, error) { return root.Stat(name) },
-			func() (*os.File, error) { return root.OpenFile(name, openRead, 0) })
-		total += int64(len(b))
+		b, unmap, err := readRegion(root, filepath.FromSlash(rel), rel, limit-used, limit)
+		if unmap != nil {
+			unmaps = append(unmaps, unmap)
+		} else {
+			used += int64(len(b))
+		}
 		return b, err
 	}
-	return Parse(data, path, readFile)
+	d, err := Parse(data, path, readFile)
+	if err != nil {
+		for _, u := range unmaps {
+			u()
+		}
+		return nil, err
+	}
+	d.unmap = unmaps
+	return d, nil
+}
+
+// Close releases the region files Load mapped; the dump's Memory must not
+// be used afterwards (it is set to nil). A dump that maps nothing has
+// nothing to release. Close is not safe for concurrent use with readers
+// of the dump's memory.
+func (d *Dump) Close() error {
+	if d == nil || len(d.unmap) == 0 {
+		return nil
+	}
+	var first error
+	for _, u := range d.unmap {
+		if err := u(); err != nil && first == nil {
+			first = err
+		}
+	}
+	d.unmap = nil
+	d.Memory = nil
+	return first
+}
+
+// readRegion reads or maps a region file: a regular file of at most
+// MaxRegionSize bytes. Files of MapThreshold bytes or more are mapped
+// when the platform allows it (unmap is then non-nil); a file that is read
+// may hold at most left bytes, the rest of the per-dump limit.
+func readRegion(root *os.Root, name, rel string, left, limit int64) (data []byte, unmap func() error, err error) {
+	check := func(st fs.FileInfo) error {
+		if !st.Mode().IsRegular() {
+			return &fs.PathError{Op: "read", Path: rel, Err: errNotRegular}
+		}
+		if st.Size() > MaxRegionSize {
+			return &fs.PathError{Op: "read", Path: rel, Err: fmt.Errorf("%w: %d bytes, more than the %d byte region limit", ErrTooLarge, st.Size(), MaxRegionSize)}
+		}
+		return nil
+	}
+	st, err := root.Stat(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := check(st); err != nil {
+		return nil, nil, err
+	}
+	f, err := root.OpenFile(name, openRead, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	if st, err = f.Stat(); err != nil {
+		return nil, nil, err
+	}
+	if err := check(st); err != nil {
+		return nil, nil, err
+	}
+	if st.Size() >= MapThreshold {
+		if b, unmap, ok := mapFile(f, st.Size()); ok {
+			return b, unmap, nil
+		}
+	}
+	if st.Size() > left {
+		return nil, nil, &fs.PathError{Op: "read", Path: rel, Err: fmt.Errorf("%w: %d bytes, more than the %s left of the per-dump limit of %s", ErrTooLarge, st.Size(), FormatBytes(max(left, 0)), FormatBytes(limit))}
+	}
+	b, err := readSized(f, st.Size(), min(left, MaxRegionSize))
+	if err != nil {
+		return nil, nil, err
+	}
+	if int64(len(b)) > min(left, MaxRegionSize) {
+		return nil, nil, &fs.PathError{Op: "read", Path: rel, Err: fmt.Errorf("%w: grew to more than %d bytes while read", ErrTooLarge, len(b)-1)}
+	}
+	return b, nil, nil
+}
+
+// FormatBytes writes a byte count for people: "512 MiB", "1.5 GiB",
+// "4096 bytes" (exact below 1 MiB; with one decimal where needed above).
+func FormatBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return trimUnit(float64(n)/(1<<30), "GiB")
+	case n >= 1<<20:
+		return trimUnit(float64(n)/(1<<20), "MiB")
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+func trimUnit(v float64, unit string) string {
+	s := strconv.FormatFloat(v, 'f', 1, 64)
+	s = strings.TrimSuffix(s, ".0")
+	return s + " " + unit
 }
 
 // readLimited reads a regular file of at most limit bytes. It checks the

@@ -197,14 +197,12 @@ func (p *parser) memory(n node, readFile func(rel string) ([]byte, error)) ([]un
 	var (
 		regions []unwinders.Region
 		nodes   []node
-		total   int64
 	)
 	for _, e := range elems {
-		r, err := p.region(e, readFile, total)
+		r, err := p.region(e, readFile)
 		if err != nil {
 			return nil, err
 		}
-		total += int64(len(r.Data))
 		regions = append(regions, r)
 		nodes = append(nodes, e)
 	}
@@ -246,9 +244,11 @@ func overlap(regions []unwinders.Region) (a, b int, found bool) {
 	return 0, 0, false
 }
 
-// region decodes one memory entry; total is the size of the regions before
-// it.
-func (p *parser) region(e node, readFile func(rel string) ([]byte, error), total int64) (unwinders.Region, error) {
+// region decodes one memory entry. What the region files may hold in all
+// is readFile's to bound (Load: MaxTotalSize or LoadOptions.MaxMemory of
+// read files; mapped files cost only the pages touched); hex regions are
+// bounded by MaxManifestSize.
+func (p *parser) region(e node, readFile func(rel string) ([]byte, error)) (unwinders.Region, error) {
 	var r unwinders.Region
 	ms, err := p.members(e)
 	if err != nil {
@@ -343,9 +343,6 @@ func (p *parser) region(e node, readFile func(rel string) ([]byte, error), total
 	case n > MaxRegionSize:
 		return r, &FormatError{File: p.name, Field: e.path, Offset: e.off, Err: ErrTooLarge,
 			Msg: fmt.Sprintf("region %s is %d bytes: larger than the %d byte region limit", r.Name, n, MaxRegionSize)}
-	case total+n > MaxTotalSize:
-		return r, &FormatError{File: p.name, Field: e.path, Offset: e.off, Err: ErrTooLarge,
-			Msg: fmt.Sprintf("region %s brings the memory to %d bytes: more than the %d byte limit", r.Name, total+n, MaxTotalSize)}
 	case r.End() > 1<<32:
 		return r, p.errf(e, "region %s at 0x%08x with %d bytes runs past 4 GiB (ends at 0x%x)", r.Name, r.Addr, n, r.End())
 	}

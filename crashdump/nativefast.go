@@ -135,7 +135,6 @@ func parseNativeFast(data []byte, name string, readFile func(rel string) ([]byte
 
 	// The region files, in document order, with the checks of
 	// parser.region.
-	var total int64
 	for _, p := range pending {
 		r := unwinders.Region{Addr: p.addr, Name: p.file, Data: p.data}
 		if p.file != "" {
@@ -148,10 +147,9 @@ func parseNativeFast(data []byte, name string, readFile func(rel string) ([]byte
 			r.Name = hexRegionName(p.addr)
 		}
 		n := int64(len(r.Data))
-		if n == 0 || p.want >= 0 && n != p.want || n > MaxRegionSize || total+n > MaxTotalSize || r.End() > 1<<32 {
+		if n == 0 || p.want >= 0 && n != p.want || n > MaxRegionSize || r.End() > 1<<32 {
 			return nil, false
 		}
-		total += n
 		d.Memory = append(d.Memory, r)
 	}
 	if _, _, found := overlap(d.Memory); found {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -118,6 +119,8 @@ the others go on; the exit status is then 1.`,
 // batchFlags are analyze's flags for many dumps and for the HTML report.
 type batchFlags struct {
 	jobs      int
+	maxMemory string
+	budget    int64 // maxMemory parsed by check
 	summary   bool
 	output    string
 	sourceDir string
@@ -125,6 +128,7 @@ type batchFlags struct {
 
 func (b *batchFlags) register(cmd *cobra.Command) {
 	cmd.Flags().IntVarP(&b.jobs, "jobs", "j", runtime.GOMAXPROCS(0), "dumps decoded in parallel")
+	cmd.Flags().StringVar(&b.maxMemory, "max-memory", "", "memory budget of the whole run (512MiB, 4G, 25%; default a quarter of the machine's RAM): half of it is shared by the dumps decoded at once, -j is lowered so each gets at least 16 MiB, and a dump that needs more than its share is reported as too large; large region files are mapped and cost only the pages read")
 	cmd.Flags().BoolVar(&b.summary, "summary", false, "print crash buckets (same exception, causes, faulting function and callers) instead of one report per dump; --format text or json (faultline.summary/1)")
 	cmd.Flags().StringVarP(&b.output, "output", "o", "", "--format html: write one page per dump and an index.html into this directory (without it, one dump's page goes to stdout)")
 	cmd.Flags().StringVar(&b.sourceDir, "source-dir", "", "--format html: look for the source files the ELF names here first (else next to the ELF and its parent directories)")
@@ -133,6 +137,17 @@ func (b *batchFlags) register(cmd *cobra.Command) {
 func (b *batchFlags) check(format string) error {
 	if b.jobs < 1 || b.jobs > 1024 {
 		return usagef("--jobs %d: want 1..1024", b.jobs)
+	}
+	b.budget = defaultBudget()
+	if b.maxMemory != "" {
+		v, err := parseSize(b.maxMemory)
+		if err != nil {
+			return usagef("--max-memory %v", err)
+		}
+		if v < minBudget {
+			return usagef("--max-memory %s: want at least %s", b.maxMemory, crashdump.FormatBytes(minBudget))
+		}
+		b.budget = v
 	}
 	if b.summary && format != "text" && format != "json" {
 		return usagef("--summary prints text or json (faultline.summary/1), not %s", format)
@@ -155,6 +170,12 @@ func runAnalyze(cmd *cobra.Command, c *commonFlags, raw *rawFlags, bf *batchFlag
 		problems []inputError
 		multi    bool
 	)
+	inflight := 1 // dumps held per worker: the one being decoded
+	if c.format == "html" {
+		inflight = 1 + batchWindowPerWorker // and the pages waiting to be written
+	}
+	plan := planBudget(bf.budget, bf.jobs, inflight)
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(plan.budget))
 	if raw.regs != "" {
 		// The images and the registers form one dump.
 		jobs = []batchJob{{name: raw.regs, load: func() (*crashdump.Dump, error) { return crashdump.Combine(raw.regs, args, opt) }}}
@@ -164,7 +185,7 @@ func runAnalyze(cmd *cobra.Command, c *commonFlags, raw *rawFlags, bf *batchFlag
 		multi = in.batch || len(args) > 1
 		for _, p := range in.paths {
 			jobs = append(jobs, batchJob{name: p, load: func() (*crashdump.Dump, error) {
-				d, err := crashdump.Load(p)
+				d, err := crashdump.LoadWith(p, crashdump.LoadOptions{MaxMemory: plan.perDump})
 				if err == nil && opt.CPU != "" {
 					d.CPU = opt.CPU
 				}
@@ -221,7 +242,9 @@ func runAnalyze(cmd *cobra.Command, c *commonFlags, raw *rawFlags, bf *batchFlag
 	if prog != nil {
 		tick = prog.tick
 	}
-	err = runBatch(an, jobs, bf.jobs, tick, func(r batchResult) error {
+	keepDump := c.format == "html" // the page draws the stack from the dump
+	err = runBatch(an, jobs, plan.jobs, keepDump, tick, func(r batchResult) error {
+		defer r.dump.Close()
 		if r.err != nil {
 			failed++
 			if prog != nil {

@@ -26,6 +26,10 @@ const (
 	batchGCPercent = 200
 )
 
+// batchWindowPerWorker is how many results per worker may wait for their
+// turn to be printed.
+const batchWindowPerWorker = 4
+
 // batchJob loads one input.
 type batchJob struct {
 	name string // the input as given, for messages and the summary
@@ -45,7 +49,11 @@ type batchResult struct {
 // (from any goroutine) as each job finishes, for progress. At most a
 // window of results waits for emission, so memory stays bounded however
 // many dumps there are.
-func runBatch(a *analysis.Analyzer, jobs []batchJob, workers int, done func(), emit func(batchResult) error) error {
+//
+// Unless keepDump, each dump is closed (its mapped regions released) as
+// soon as it is analysed, so that the results waiting for their turn hold
+// only their reports; emit owns the dumps it is given.
+func runBatch(a *analysis.Analyzer, jobs []batchJob, workers int, keepDump bool, done func(), emit func(batchResult) error) error {
 	if workers < 1 {
 		workers = 1
 	}
@@ -62,7 +70,7 @@ func runBatch(a *analysis.Analyzer, jobs []batchJob, workers int, done func(), e
 		// without handing every dump between three goroutines (each
 		// hand-off wakes a thread on another core).
 		for _, j := range jobs {
-			r := analyzeOne(a, j)
+			r := analyzeOne(a, j, keepDump)
 			if done != nil {
 				done()
 			}
@@ -72,7 +80,7 @@ func runBatch(a *analysis.Analyzer, jobs []batchJob, workers int, done func(), e
 		}
 		return nil
 	}
-	window := 4 * workers
+	window := batchWindowPerWorker * workers
 	slots := make([]chan batchResult, len(jobs))
 	for i := range slots {
 		slots[i] = make(chan batchResult, 1)
@@ -86,7 +94,7 @@ func runBatch(a *analysis.Analyzer, jobs []batchJob, workers int, done func(), e
 		go func() {
 			defer wg.Done()
 			for i := range todo {
-				slots[i] <- analyzeOne(a, jobs[i])
+				slots[i] <- analyzeOne(a, jobs[i], keepDump)
 				if done != nil {
 					done()
 				}
@@ -121,14 +129,18 @@ func runBatch(a *analysis.Analyzer, jobs []batchJob, workers int, done func(), e
 	return err
 }
 
-func analyzeOne(a *analysis.Analyzer, j batchJob) batchResult {
+func analyzeOne(a *analysis.Analyzer, j batchJob, keepDump bool) batchResult {
 	res := batchResult{job: j}
 	d, err := j.load()
 	if err != nil {
 		res.err = err
 		return res
 	}
-	res.dump = d
+	if keepDump {
+		res.dump = d
+	} else {
+		defer d.Close()
+	}
 	r, err := a.Analyze(d)
 	if err != nil {
 		res.err = err

@@ -81,7 +81,7 @@ func BenchmarkBatchStageOne(b *testing.B) {
 	job := batchJob{name: p, load: func() (*crashdump.Dump, error) { return crashdump.Load(p) }}
 	b.ReportAllocs()
 	for b.Loop() {
-		if r := analyzeOne(an, job); r.err != nil {
+		if r := analyzeOne(an, job, false); r.err != nil {
 			b.Fatal(r.err)
 		}
 	}
