@@ -126,3 +126,12 @@ func (t *Tracker) SwitchStack(frames []ShadowFrame)                {}
 
 // AlignedInsn is unavailable without cgo; it returns false.
 func AlignedInsn(hw1, hw2 uint16) bool { return false }
+
+// StorePath describes how guest stores reach libunicorn (see the cgo build).
+type StorePath struct{ Skipping, Interposed bool }
+
+// Stores reports nothing without cgo.
+func Stores() StorePath { return StorePath{} }
+
+// Version returns 0, 0: no libunicorn without cgo.
+func Version() (major, minor uint) { return 0, 0 }

@@ -3,9 +3,15 @@
 package uc
 
 /*
-#cgo LDFLAGS: -ldl
+// --export-dynamic puts the executable's C functions in its dynamic symbol
+// table, so that libunicorn, loaded later, binds its PLT calls of
+// page_collection_lock_arm/page_collection_unlock_arm to pagecoll.c's
+// (TestStoreFastPath checks it). It adds about 200 symbols: Go's own are not
+// exported.
+#cgo LDFLAGS: -ldl -Wl,--export-dynamic
 #include <stdlib.h>
 #include "ucapi.h"
+#include "pagecoll.h"
 */
 import "C"
 
@@ -84,4 +90,32 @@ func loadLib(name string) *LoadError {
 		msg = name + ": cannot be loaded"
 	}
 	return &LoadError{Lib: name, Detail: msg}
+}
+
+// StorePath describes how guest stores reach libunicorn's check for
+// self-modifying code (pagecoll.h).
+type StorePath struct {
+	// Skipping: the loaded library is Unicorn 2.0, whose page collections
+	// around that check are skipped (what Unicorn does after 2.0.1).
+	Skipping bool
+	// Interposed: libunicorn has called faultline's page_collection_lock_arm
+	// at least once, so the executable's definitions are the ones in use
+	// (it needs an emulation that stored to a page holding code).
+	Interposed bool
+}
+
+// Stores reports the store path once libunicorn is loaded.
+func Stores() StorePath {
+	return StorePath{Skipping: C.fl_pagecoll_skipping() != 0, Interposed: C.fl_pagecoll_called() != 0}
+}
+
+// Version returns the major and minor version the loaded libunicorn reports
+// (uc_version), or 0, 0 when it cannot be loaded.
+func Version() (major, minor uint) {
+	if Available() != nil {
+		return 0, 0
+	}
+	var ma, mi C.uint
+	C.uc_version(&ma, &mi)
+	return uint(ma), uint(mi)
 }

@@ -4,6 +4,7 @@
 
 #define FL_UC_API_IMPL
 #include "ucapi.h"
+#include "pagecoll.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -78,5 +79,6 @@ int fl_uc_load(const char *lib, char *err, size_t n) {
 		return FL_UC_VERSION;
 	}
 	fl_uc_api = api;
+	fl_pagecoll_setup(h, major, minor);
 	return FL_UC_OK;
 }
