@@ -2,13 +2,29 @@ package gdbserver
 
 import (
 	"bytes"
+	"encoding/xml"
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/faultline-dev/faultline/unwinders"
 )
 
-// threadID is the id of the only thread.
+// threadID is the id of the crashing thread, the one the target stopped
+// in. With an RTOS the other threads follow as 2, 3, ...
 const threadID = 1
+
+// selection is one session's thread state: the thread g and p read (Hg)
+// and how far qsThreadInfo has listed the threads. The zero value selects
+// the crashing thread.
+type selection struct {
+	g      int // index into Target.threads
+	listed int // threads already sent by qfThreadInfo/qsThreadInfo
+}
+
+// maxThreadIDs is how many thread ids one qfThreadInfo/qsThreadInfo reply
+// carries.
+const maxThreadIDs = 64
 
 // reply is what the dispatcher answers to one packet.
 type reply struct {
@@ -35,12 +51,19 @@ func text(s string) reply { return reply{data: []byte(s)} }
 
 // supported is the qSupported reply. PacketSize is hex.
 func supported(maxPacket int) reply {
-	return reply{data: fmt.Appendf(nil, "PacketSize=%x;qXfer:features:read+;qXfer:memory-map:read+;QStartNoAckMode+", maxPacket)}
+	return reply{data: fmt.Appendf(nil, "PacketSize=%x;qXfer:features:read+;qXfer:memory-map:read+;qXfer:threads:read+;QStartNoAckMode+", maxPacket)}
 }
 
-// dispatch answers one packet (its data after run-length decoding). It
-// never panics and never allocates more than a few times maxPacket.
+// dispatch answers one packet of a session that has not chosen a thread.
 func (t *Target) dispatch(pkt []byte, maxPacket int) reply {
+	var sel selection
+	return t.dispatchIn(&sel, pkt, maxPacket)
+}
+
+// dispatchIn answers one packet (its data after run-length decoding) of
+// the session whose thread state is sel. It never panics and never
+// allocates more than a few times maxPacket.
+func (t *Target) dispatchIn(sel *selection, pkt []byte, maxPacket int) reply {
 	if len(pkt) == 0 {
 		return text("")
 	}
@@ -53,8 +76,9 @@ func (t *Target) dispatch(pkt []byte, maxPacket int) reply {
 			return text(replyBadArgs)
 		}
 		var out []byte
+		regs := t.regsOf(sel)
 		for _, n := range t.regOrder() {
-			v, _ := t.register(n)
+			v, _ := t.register(regs, n)
 			out = appendReg(out, v)
 		}
 		return reply{data: out}
@@ -63,7 +87,7 @@ func (t *Target) dispatch(pkt []byte, maxPacket int) reply {
 		if !ok {
 			return text(replyBadArgs)
 		}
-		v, ok := t.register(int(min(n, 1<<16)))
+		v, ok := t.register(t.regsOf(sel), int(min(n, 1<<16)))
 		if !ok {
 			return text(replyNoReg)
 		}
@@ -79,17 +103,24 @@ func (t *Target) dispatch(pkt []byte, maxPacket int) reply {
 	case 'k':
 		return reply{none: true, end: true}
 	case 'H':
-		if len(args) < 1 || !strings.ContainsRune("gcm", rune(args[0])) || !validThread(args[1:], true) {
+		if len(args) < 1 || !strings.ContainsRune("gcm", rune(args[0])) {
 			return text(replyBadArgs)
+		}
+		i, ok := t.threadIndex(args[1:], true)
+		if !ok {
+			return text(replyBadArgs)
+		}
+		if args[0] != 'c' {
+			sel.g = i
 		}
 		return text(replyOK)
 	case 'T':
-		if !validThread(args, false) {
+		if _, ok := t.threadIndex(args, false); !ok {
 			return text(replyBadArgs)
 		}
 		return text(replyOK)
 	case 'q':
-		return t.query(args, maxPacket)
+		return t.query(sel, args, maxPacket)
 	case 'Q':
 		if args == "StartNoAckMode" {
 			return reply{data: []byte("OK"), noAck: true}
@@ -107,14 +138,79 @@ func (t *Target) stopReply() reply {
 	return reply{data: fmt.Appendf(nil, "T%02xthread:%x;", uint8(t.signal), threadID)}
 }
 
-// validThread accepts the thread ids that name our single thread: 1, and
-// with any also 0 (any thread) and -1 (all threads).
-func validThread(s string, any bool) bool {
+// threadIndex resolves a thread id to an index into t.threads: 1..N name
+// the threads, and with any also 0 (any thread) and -1 (all threads),
+// which select the crashing thread. A "p<pid>.<tid>" multiprocess id is
+// accepted for process 1.
+func (t *Target) threadIndex(s string, any bool) (int, bool) {
+	if rest, ok := strings.CutPrefix(s, "p"); ok {
+		pid, tid, ok := strings.Cut(rest, ".")
+		if !ok || (pid != "1" && pid != "-1") {
+			return 0, false
+		}
+		s = tid
+	}
 	if any && (s == "0" || s == "-1") {
-		return true
+		return 0, true
 	}
 	n, ok := parseHex(s, 8)
-	return ok && n == uint64(threadID)
+	if !ok || n < 1 || n > uint64(len(t.threads)) {
+		return 0, false
+	}
+	return int(n - 1), true
+}
+
+// regsOf returns the registers of the session's selected thread.
+func (t *Target) regsOf(sel *selection) *unwinders.Registers {
+	if sel.g < 0 || sel.g >= len(t.threads) {
+		return &t.threads[0].regs
+	}
+	return &t.threads[sel.g].regs
+}
+
+// threadList answers qfThreadInfo (from the first thread) and
+// qsThreadInfo (from where the last reply stopped): "m" and up to
+// maxThreadIDs ids, or "l" when all have been sent.
+func (t *Target) threadList(sel *selection, first bool) reply {
+	if first {
+		sel.listed = 0
+	}
+	if sel.listed >= len(t.threads) {
+		return text("l")
+	}
+	out := []byte{'m'}
+	end := min(sel.listed+maxThreadIDs, len(t.threads))
+	for i := sel.listed; i < end; i++ {
+		if i > sel.listed {
+			out = append(out, ',')
+		}
+		out = strconv.AppendUint(out, uint64(i+1), 16)
+	}
+	sel.listed = end
+	return reply{data: out}
+}
+
+// threadsXML is the qXfer:threads:read document (GDB manual E.4, "Thread
+// List Format"): each thread's id, name and extra text.
+func (t *Target) threadsXML() []byte {
+	var b strings.Builder
+	b.WriteString("<?xml version=\"1.0\"?>\n<threads>\n")
+	for i, th := range t.threads {
+		fmt.Fprintf(&b, "  <thread id=\"%x\"", i+1)
+		if th.name != "" {
+			fmt.Fprintf(&b, " name=\"%s\"", xmlEscape(th.name))
+		}
+		fmt.Fprintf(&b, ">%s</thread>\n", xmlEscape(th.extra))
+	}
+	b.WriteString("</threads>\n")
+	return []byte(b.String())
+}
+
+// xmlEscape escapes text for an XML attribute or element.
+func xmlEscape(s string) string {
+	var b bytes.Buffer
+	_ = xml.EscapeText(&b, []byte(s))
+	return b.String()
 }
 
 // readMemory answers "m addr,length".
@@ -150,7 +246,7 @@ func (t *Target) readMemory(args string, maxPacket int) reply {
 }
 
 // query answers the q packets.
-func (t *Target) query(args string, maxPacket int) reply {
+func (t *Target) query(sel *selection, args string, maxPacket int) reply {
 	name, rest, _ := strings.Cut(args, ":")
 	switch {
 	case name == "Supported":
@@ -158,9 +254,9 @@ func (t *Target) query(args string, maxPacket int) reply {
 	case name == "Xfer":
 		return t.xfer(rest, maxPacket)
 	case args == "fThreadInfo":
-		return text("m1")
+		return t.threadList(sel, true)
 	case args == "sThreadInfo":
-		return text("l")
+		return t.threadList(sel, false)
 	case args == "C":
 		return text("QC1")
 	case name == "Attached":
@@ -172,10 +268,15 @@ func (t *Target) query(args string, maxPacket int) reply {
 	case name == "Symbol":
 		return text(replyOK) // no symbol lookups wanted
 	case strings.HasPrefix(args, "ThreadExtraInfo,"):
-		if !validThread(strings.TrimPrefix(args, "ThreadExtraInfo,"), false) {
+		i, ok := t.threadIndex(strings.TrimPrefix(args, "ThreadExtraInfo,"), false)
+		if !ok {
 			return text(replyBadArgs)
 		}
-		return reply{data: hexText("crash dump, " + t.fault.Exception)}
+		extra := t.threads[i].extra
+		if max := (maxPacket - 4) / 2; len(extra) > max {
+			extra = extra[:max]
+		}
+		return reply{data: hexText(extra)}
 	case strings.HasPrefix(args, "Rcmd,"):
 		return t.monitor(strings.TrimPrefix(args, "Rcmd,"), maxPacket)
 	}
@@ -197,7 +298,9 @@ func (t *Target) xfer(args string, maxPacket int) reply {
 		doc = t.tdesc
 	case object == "memory-map" && annex == "":
 		doc = t.memmap
-	case object == "features" || object == "memory-map":
+	case object == "threads" && annex == "":
+		doc = t.threadsXML()
+	case object == "features" || object == "memory-map" || object == "threads":
 		if op != "read" {
 			return text("")
 		}
@@ -255,8 +358,10 @@ func (t *Target) monitor(hexCmd string, maxPacket int) reply {
 	switch strings.TrimSpace(cmd) {
 	case "fault":
 		out = fmt.Sprintf("stopped with %s\n%s\n", t.signal, t.fault.String())
+	case "threads":
+		out = t.threadReport()
 	case "help", "":
-		out = "faultline gdbserver monitor commands:\n  fault  explain the fault (exception, status bits, notes)\n  help   this text\nThe target is a crash dump: it is read-only and cannot run.\n"
+		out = "faultline gdbserver monitor commands:\n  fault    explain the fault (exception, status bits, notes)\n  threads  the RTOS threads found, and why some could not be\n  help     this text\nThe target is a crash dump: it is read-only and cannot run.\n"
 	default:
 		out = fmt.Sprintf("unknown monitor command %q; try \"monitor help\"\n", cmd)
 	}
@@ -299,4 +404,21 @@ func unhexString(s string) (string, bool) {
 		b.WriteByte(hi<<4 | lo)
 	}
 	return b.String(), true
+}
+
+// threadReport is the text of "monitor threads".
+func (t *Target) threadReport() string {
+	var b strings.Builder
+	if t.kernel == "" {
+		b.WriteString("no RTOS found: one thread, the crash dump's registers\n")
+	} else {
+		fmt.Fprintf(&b, "RTOS: %s, %d threads\n", t.kernel, len(t.threads))
+	}
+	for i, th := range t.threads {
+		fmt.Fprintf(&b, "  %d  %s\n", i+1, th.extra)
+	}
+	for _, n := range t.kernelNotes {
+		fmt.Fprintf(&b, "note: %s\n", n)
+	}
+	return b.String()
 }

@@ -39,8 +39,18 @@
 //     ranges, each typed by the topmost layer that covers it: ELF segments
 //     not covered by the dump are "rom", dump regions are "ram". GDB then
 //     refuses accesses outside the map itself.
-//   - One thread, id 1, stopped with the signal StopSignal derives from the
-//     fault (see StopSignal for the mapping).
+//   - Threads: without an RTOS, one thread, id 1. When package rtos finds
+//     a kernel (FreeRTOS, Zephyr; a Zephyr coredump's threads block is
+//     placed at _kernel first), every thread: id 1 is the crashing one with
+//     the dump's registers, 2..N the others with the registers their saved
+//     contexts hold (MSP from the dump, PSP their own SP). qfThreadInfo /
+//     qsThreadInfo list them (64 ids a reply), qXfer:threads:read gives
+//     their names, qThreadExtraInfo "name, state (what it waits on), prio N"
+//     or why the context is lost, T answers OK for a listed id, Hg selects
+//     the thread g and p read (per session; 0 and -1 mean thread 1), Hc is
+//     accepted. "monitor threads" prints the list and discovery's warnings.
+//     The target stops in thread 1 with the signal StopSignal derives from
+//     the fault (see StopSignal for the mapping).
 //   - Everything is read-only: G, P, M, X answer E01 (GDB: "Could not
 //     write register"); Z/z (breakpoints and watchpoints) are unsupported
 //     (empty reply; GDB says it cannot insert the breakpoint, and its
@@ -48,8 +58,9 @@
 //     s, S, vCont;... answer E01, which GDB reports as "Remote failure
 //     reply" and treats as a stop. vCont? is unsupported. D (detach)
 //     answers OK and ends the session; k (kill) and vKill end it.
-//   - "monitor fault" prints the decoded fault, "monitor help" the
-//     commands; "info threads" shows the exception taken.
+//   - "monitor fault" prints the decoded fault, "monitor threads" the
+//     threads, "monitor help" the commands; "info threads" shows the
+//     exception taken.
 //
 // # Bounds
 //

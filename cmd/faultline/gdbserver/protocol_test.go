@@ -278,7 +278,7 @@ func TestParser(t *testing.T) {
 
 func TestSession(t *testing.T) {
 	c := newClient(t, Config{})
-	if got := c.rpc("qSupported:multiprocess+;swbreak+;hwbreak+;qRelocInsn+;fork-events+;vfork-events+;exec-events+;vContSupported+;QThreadEvents+;no-resumed+;memory-tagging+"); got != "PacketSize=4000;qXfer:features:read+;qXfer:memory-map:read+;QStartNoAckMode+" {
+	if got := c.rpc("qSupported:multiprocess+;swbreak+;hwbreak+;qRelocInsn+;fork-events+;vfork-events+;exec-events+;vContSupported+;QThreadEvents+;no-resumed+;memory-tagging+"); got != "PacketSize=4000;qXfer:features:read+;qXfer:memory-map:read+;qXfer:threads:read+;QStartNoAckMode+" {
 		t.Errorf("qSupported: %q", got)
 	}
 	for _, tc := range []struct{ in, want string }{

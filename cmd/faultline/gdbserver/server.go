@@ -189,6 +189,7 @@ type session struct {
 	bad    int    // bad packets and NAKs in a row
 	// interrupted is set once an interrupt request was logged.
 	interrupted bool
+	sel         selection // the thread chosen by Hg, the thread list position
 }
 
 // byte feeds one received byte; end reports the session's normal end.
@@ -237,7 +238,7 @@ func (ss *session) byte(b byte) (end bool, err error) {
 		return false, ss.send(text(replyBadArgs))
 	}
 	ss.bad = 0
-	r := ss.srv.target.dispatch(data, ss.cfg.MaxPacket)
+	r := ss.srv.target.dispatchIn(&ss.sel, data, ss.cfg.MaxPacket)
 	if err := ss.send(r); err != nil {
 		return false, err
 	}

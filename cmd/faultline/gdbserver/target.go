@@ -10,6 +10,7 @@ import (
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/crashdump/fault"
 	"github.com/faultline-dev/faultline/elfsym"
+	"github.com/faultline-dev/faultline/rtos"
 	"github.com/faultline-dev/faultline/unwinders"
 )
 
@@ -132,7 +133,6 @@ var sysRegs = []unwinders.Reg{unwinders.MSP, unwinders.PSP, unwinders.PRIMASK, u
 // and a target description. It is immutable once built and safe for
 // concurrent use by several sessions.
 type Target struct {
-	regs  unwinders.Registers
 	mem   *unwinders.Image
 	hasFP bool
 	// sysFeature names the feature of msp, psp and the masks:
@@ -144,6 +144,21 @@ type Target struct {
 	tdesc      []byte
 	memmap     []byte
 	name       string // the dump's path, for qThreadExtraInfo and monitor output
+	// threads are what GDB lists: the crashing thread first (id 1, the
+	// dump's registers), then the RTOS's other threads, if any, each with
+	// the registers its saved context holds.
+	threads []thread
+	// kernel says which RTOS was found and how ("" none); kernelNotes are
+	// its warnings and why discovery failed, for "monitor threads".
+	kernel      string
+	kernelNotes []string
+}
+
+// thread is one thread as GDB sees it. Its remote id is its index + 1.
+type thread struct {
+	name  string // "" without an RTOS
+	extra string // qThreadExtraInfo text
+	regs  unwinders.Registers
 }
 
 // NewTarget builds the target of a dump. elf may be nil; then only the
@@ -153,7 +168,16 @@ func NewTarget(d *crashdump.Dump, elf *elfsym.File) (*Target, error) {
 	if d == nil {
 		return nil, errors.New("gdbserver: no dump")
 	}
-	t := &Target{regs: d.Regs, mem: new(unwinders.Image), name: d.Path}
+	t := &Target{mem: new(unwinders.Image), name: d.Path}
+	if elf != nil && len(d.SymbolRegions) > 0 {
+		// A Zephyr coredump's threads block is _kernel: place it, in a
+		// copy (the caller's dump is not changed).
+		dd := *d
+		dd.Memory = append([]unwinders.Region(nil), d.Memory...)
+		dd.SymbolRegions = append([]crashdump.SymbolRegion(nil), d.SymbolRegions...)
+		t.kernelNotes = append(t.kernelNotes, dd.PlaceSymbolRegions(rtos.SymbolLookup(elf))...)
+		d = &dd
+	}
 	var flash []unwinders.Region
 	if elf != nil {
 		flash = elf.Segments()
@@ -163,10 +187,6 @@ func NewTarget(d *crashdump.Dump, elf *elfsym.File) (*Target, error) {
 	}
 	if err := t.mem.AddLayer(d.Memory...); err != nil {
 		return nil, fmt.Errorf("gdbserver: %s: %w", d.Path, err)
-	}
-	t.hasFP = d.Regs.Known(unwinders.FPSCR)
-	for i := 0; i < 32 && !t.hasFP; i++ {
-		t.hasFP = d.Regs.Known(unwinders.S(i))
 	}
 	profile := d.Profile()
 	if profile == unwinders.ProfileUnknown {
@@ -178,9 +198,90 @@ func NewTarget(d *crashdump.Dump, elf *elfsym.File) (*Target, error) {
 	if !d.Regs.Known(unwinders.MSP) || !d.Regs.Known(unwinders.PSP) {
 		t.sysFeature = featureSysRegs
 	}
+	t.threads = []thread{{extra: "crash dump, " + t.fault.Exception, regs: d.Regs}}
+	if elf != nil {
+		t.findThreads(d, elf)
+	}
+	// The FP registers are described when any thread's context has one.
+	for _, th := range t.threads {
+		t.hasFP = t.hasFP || th.regs.Known(unwinders.FPSCR)
+		for i := 0; i < 32 && !t.hasFP; i++ {
+			t.hasFP = th.regs.Known(unwinders.S(i))
+		}
+	}
 	t.tdesc = targetXML(t.sysFeature, t.hasFP)
 	t.memmap = memoryMapXML(flash, d.Memory)
 	return t, nil
+}
+
+// findThreads lists the RTOS's threads (package rtos): the crashing one
+// keeps id 1 and the dump's registers; every other thread gets the
+// registers of its saved context, with MSP from the dump (GDB needs both
+// stack pointers to unwind an exception frame) and PSP its own SP.
+func (t *Target) findThreads(d *crashdump.Dump, elf *elfsym.File) {
+	k, err := rtos.Discover(rtos.Input{ELF: elf, Mem: t.mem, Regs: d.Regs})
+	if err != nil {
+		t.kernelNotes = append(t.kernelNotes, err.Error())
+		return
+	}
+	if k == nil || len(k.Threads) == 0 {
+		return
+	}
+	t.kernel = fmt.Sprintf("%s (layouts from %s)", k.Kind, k.Source)
+	t.kernelNotes = append(t.kernelNotes, k.Warnings...)
+	msp, mspOK := d.Regs.Get(unwinders.MSP)
+	threads := make([]thread, 0, len(k.Threads))
+	for _, th := range k.Threads {
+		g := thread{name: th.Name, extra: threadExtra(th)}
+		if th.Current {
+			g.regs = d.Regs
+			g.extra += ", crash dump, " + t.fault.Exception
+			// The crashing thread keeps id 1 whatever its place.
+			threads = append([]thread{g}, threads...)
+			continue
+		}
+		g.regs = th.Regs
+		if th.Err == nil {
+			if mspOK {
+				g.regs.Set(unwinders.MSP, msp)
+			}
+			if sp, ok := th.Regs.Get(unwinders.SP); ok {
+				g.regs.Set(unwinders.PSP, sp)
+			}
+		}
+		threads = append(threads, g)
+	}
+	if len(threads) > 0 && threads[0].regs == d.Regs {
+		t.threads = threads
+		return
+	}
+	// No current thread (e.g. the fault came before the scheduler ran):
+	// the dump's own context stays thread 1.
+	t.threads = append(t.threads, threads...)
+}
+
+// threadExtra is the text GDB shows after a thread in "info threads":
+// name, state, priority, what it waits on, or why its context is lost.
+func threadExtra(th rtos.Thread) string {
+	var b strings.Builder
+	name := th.Name
+	if name == "" {
+		name = fmt.Sprintf("thread 0x%08x", th.ID)
+	}
+	fmt.Fprintf(&b, "%s, %s", name, th.State)
+	if th.WaitingOn != "" {
+		fmt.Fprintf(&b, " (%s)", th.WaitingOn)
+	}
+	if th.Priority != -1 {
+		fmt.Fprintf(&b, ", prio %d", th.Priority)
+	}
+	if th.Err != nil {
+		fmt.Fprintf(&b, ", context lost: %v", th.Err)
+	}
+	for _, d := range th.Diagnosis {
+		fmt.Fprintf(&b, "; %s", d)
+	}
+	return b.String()
 }
 
 // Signal returns the signal the target reports as its stop reason.
@@ -227,9 +328,9 @@ type regValue struct {
 	known bool
 }
 
-// register returns the value of remote register n; ok is false when the
-// target description has no register n.
-func (t *Target) register(n int) (v regValue, ok bool) {
+// register returns the value of remote register n in regs (one thread's
+// registers); ok is false when the target description has no register n.
+func (t *Target) register(regs *unwinders.Registers, n int) (v regValue, ok bool) {
 	v.size = 4
 	var r unwinders.Reg
 	switch {
@@ -241,8 +342,8 @@ func (t *Target) register(n int) (v regValue, ok bool) {
 		r = sysRegs[n-regnumMSP]
 	case t.hasFP && n >= regnumD0 && n < regnumD0+16:
 		k := n - regnumD0
-		lo, okLo := t.regs.Get(unwinders.S(2 * k))
-		hi, okHi := t.regs.Get(unwinders.S(2*k + 1))
+		lo, okLo := regs.Get(unwinders.S(2 * k))
+		hi, okHi := regs.Get(unwinders.S(2*k + 1))
 		binary.LittleEndian.PutUint32(v.b[0:], lo)
 		binary.LittleEndian.PutUint32(v.b[4:], hi)
 		v.size, v.known = 8, okLo && okHi
@@ -252,7 +353,7 @@ func (t *Target) register(n int) (v regValue, ok bool) {
 	default:
 		return v, false
 	}
-	val, known := t.regs.Get(r)
+	val, known := regs.Get(r)
 	binary.LittleEndian.PutUint32(v.b[:], val)
 	v.known = known
 	return v, true

@@ -1,0 +1,214 @@
+package gdbserver_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/faultline-dev/faultline/cmd/faultline/gdbserver"
+	"github.com/faultline-dev/faultline/cmd/faultline/gdbserver/gdbtest"
+	"github.com/faultline-dev/faultline/crashdump"
+	"github.com/faultline-dev/faultline/elfsym"
+)
+
+// threadOracle is fixtures/rtos-zephyr/<build>.threads.json: each
+// thread's GDB backtrace in QEMU from its saved context.
+type threadOracle struct {
+	Threads []struct {
+		Name    string `json:"name"`
+		Current bool   `json:"current"`
+		Frames  []struct {
+			Function string `json:"function"`
+		} `json:"frames"`
+	} `json:"threads"`
+}
+
+// rtosCase is one RTOS dump served to GDB.
+type rtosCase struct {
+	name, elf, dump string
+	// handler: the current thread's dump holds the HardFault handler's
+	// registers, so GDB's backtrace starts HardFault_Handler,
+	// <signal handler called> before the thread's own frames.
+	handler bool
+	oracle  threadOracle
+}
+
+func rtosCases(t *testing.T) []rtosCase {
+	var cases []rtosCase
+	dir := filepath.Join(repoRoot, "fixtures", "rtos-zephyr")
+	oracles, err := filepath.Glob(filepath.Join(dir, "*.threads.json"))
+	if err != nil || len(oracles) == 0 {
+		t.Fatalf("no fixtures/rtos-zephyr/*.threads.json: %v", err)
+	}
+	for _, p := range oracles {
+		build := strings.TrimSuffix(filepath.Base(p), ".threads.json")
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var o threadOracle
+		if err := json.Unmarshal(b, &o); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		elf := filepath.Join(repoRoot, "firmware-samples", "rtos-zephyr", "build", build+".elf")
+		cases = append(cases,
+			rtosCase{"zephyr-" + build + "-native", elf, filepath.Join(dir, build+".json"), true, o},
+			rtosCase{"zephyr-" + build + "-coredump", elf, filepath.Join(dir, build+".zephyr.log"), false, o})
+	}
+	return cases
+}
+
+var (
+	threadHeader = regexp.MustCompile(`(?m)^Thread (\d+) \(Thread \d+ "([^"]*)"`)
+	infoThread   = regexp.MustCompile(`(?m)^[* ] +(\d+) +Thread \d+ "([^"]*)"`)
+)
+
+// TestGDBThreads is the acceptance test of the thread support: the real
+// gdb-multiarch, connected to faultline's server of each Zephyr-kernel dump
+// (the native dump at the HardFault, and the Zephyr coredump the firmware
+// wrote), must list every thread in "info threads", and "thread apply all
+// bt" must give, for every thread, the backtrace GDB gave in QEMU from that
+// thread's saved context (fixtures/rtos-zephyr/oracle), ending at the
+// thread entry (GDB may add one frame at the entry's return address 0).
+func TestGDBThreads(t *testing.T) {
+	if !gdbtest.Available() {
+		t.Skip(gdbtest.GDB + " is not installed (CI installs it)")
+	}
+	cases := rtosCases(t)
+	var matched, threads int
+	t.Run("dumps", func(t *testing.T) {
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				n, err := checkThreads(t, c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				matched++
+				threads += n
+			})
+		}
+	})
+	t.Logf("%d of %d dumps: GDB lists all threads and every backtrace (%d threads) matches the QEMU+GDB oracle", matched, len(cases), threads)
+}
+
+func checkThreads(t *testing.T, c rtosCase) (int, error) {
+	elf, err := elfsym.Open(c.elf)
+	if err != nil {
+		return 0, err
+	}
+	defer elf.Close()
+	d, err := crashdump.Load(c.dump)
+	if err != nil {
+		return 0, err
+	}
+	tgt, err := gdbserver.NewTarget(d, elf)
+	if err != nil {
+		return 0, err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- gdbserver.NewServer(tgt, gdbserver.Config{Logf: t.Logf, IdleTimeout: time.Minute}).Serve(ctx, l, 1)
+	}()
+	const sep = "@@faultline-threads@@"
+	cmd := exec.CommandContext(ctx, gdbtest.GDB, "-batch", "-nx",
+		"-ex", "set osabi none", "-ex", "set width 0", "-ex", "set pagination off",
+		"-ex", "target remote "+l.Addr().String(),
+		"-ex", "echo "+sep+"\\n", "-ex", "info threads",
+		"-ex", "echo "+sep+"\\n", "-ex", "thread apply all bt",
+		"-ex", "echo "+sep+"\\n", c.elf)
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("gdb: %v\n%s", err, buf.String())
+	}
+	if err := <-done; err != nil {
+		t.Errorf("server: %v", err)
+	}
+	parts := strings.Split(buf.String(), sep+"\n")
+	if len(parts) < 4 {
+		return 0, fmt.Errorf("GDB printed %d of 3 separators:\n%s", len(parts)-1, buf.String())
+	}
+	info, all := parts[1], parts[2]
+	listed := map[string]bool{}
+	for _, m := range infoThread.FindAllStringSubmatch(info, -1) {
+		listed[m[2]] = true
+	}
+	if len(listed) != len(c.oracle.Threads) {
+		return 0, fmt.Errorf("info threads lists %d threads, the oracle %d:\n%s", len(listed), len(c.oracle.Threads), info)
+	}
+	// Split "thread apply all bt" by its thread headers.
+	bts := map[string]string{}
+	locs := threadHeader.FindAllStringSubmatchIndex(all, -1)
+	for i, m := range locs {
+		end := len(all)
+		if i+1 < len(locs) {
+			end = locs[i+1][0]
+		}
+		bts[all[m[4]:m[5]]] = all[m[0]:end]
+	}
+	var problems []string
+	for _, ot := range c.oracle.Threads {
+		if !listed[ot.Name] {
+			problems = append(problems, fmt.Sprintf("thread %q is not in info threads", ot.Name))
+			continue
+		}
+		bt, ok := bts[ot.Name]
+		if !ok {
+			problems = append(problems, fmt.Sprintf("thread %q has no backtrace", ot.Name))
+			continue
+		}
+		got := gdbtest.ParseBacktrace(bt)
+		if ot.Current && c.handler {
+			if len(got) < 2 || got[0].Function != "HardFault_Handler" || !got[1].Exception {
+				problems = append(problems, fmt.Sprintf("current thread %q: want HardFault_Handler, <signal handler called> first:\n%s", ot.Name, bt))
+				continue
+			}
+			got = got[2:]
+		}
+		var want []string
+		for _, f := range ot.Frames {
+			want = append(want, f.Function)
+		}
+		if err := matchFrames(want, got); err != nil {
+			problems = append(problems, fmt.Sprintf("thread %q: %v\n%s", ot.Name, err, bt))
+		}
+	}
+	if len(problems) > 0 {
+		return 0, fmt.Errorf("%s", strings.Join(problems, "\n"))
+	}
+	return len(c.oracle.Threads), nil
+}
+
+// matchFrames checks GDB's frames against the oracle's function names: the
+// same names in order, then at most one frame GDB has no function for (the
+// return address 0 of the thread entry).
+func matchFrames(want []string, got []gdbtest.Frame) error {
+	for i, w := range want {
+		if i >= len(got) {
+			return fmt.Errorf("%d frames, want %d: #%d %s missing", len(got), len(want), i, w)
+		}
+		if got[i].Exception || got[i].Function != w {
+			return fmt.Errorf("frame #%d: %q, want %s", i, got[i].Line, w)
+		}
+	}
+	rest := got[len(want):]
+	if len(rest) > 1 || (len(rest) == 1 && rest[0].Function != "") {
+		return fmt.Errorf("%d frames past the thread entry, from %q", len(rest), rest[0].Line)
+	}
+	return nil
+}
