@@ -55,7 +55,7 @@ func FuzzParse(f *testing.F) {
 		}
 		rep := fault.Decode(d.Profile(), &d.Regs, d.Fault)
 		_ = rep.String()
-		m, files, err := d.encode("fuzz")
+		m, files, err := d.encode("fuzz", MaxHexRegion)
 		if err != nil {
 			t.Fatalf("encode of a parsed dump: %v", err)
 		}
@@ -68,7 +68,7 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("parse of the encoded dump: %v\n%s", err, m)
 		}
 		sameDump(t, d2, d)
-		m2, _, err := d2.encode("fuzz")
+		m2, _, err := d2.encode("fuzz", MaxHexRegion)
 		if err != nil || !bytes.Equal(m, m2) {
 			t.Fatalf("second encode differs (%v):\n%s\n%s", err, m, m2)
 		}

@@ -100,6 +100,9 @@ func parseNativePrecise(data []byte, name string, readFile func(rel string) ([]b
 		if d.CPU, err = p.str(n); err != nil {
 			return nil, err
 		}
+		if d.CPU != "" && unwinders.ProfileOf(d.CPU) == unwinders.ProfileUnknown {
+			return nil, p.errf(n, "%s is not a Cortex-M core: want one such as cortex-m0plus, cortex-m3, cortex-m4, cortex-m7 or cortex-m33", quoteShort(d.CPU))
+		}
 	}
 	if n, ok := get("registers"); ok {
 		if err := p.registers(n, &d.Regs); err != nil {

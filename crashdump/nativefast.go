@@ -113,7 +113,7 @@ func parseNativeFast(data []byte, name string, readFile func(rel string) ([]byte
 		case "cpu":
 			v, ok := s.stringValue()
 			d.CPU = v
-			return ok
+			return ok && (v == "" || unwinders.ProfileOf(v) != unwinders.ProfileUnknown)
 		case "registers":
 			return s.registers(&d.Regs)
 		case "fault":

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,25 +35,70 @@ const MaxHexRegion = 1024
 // reject: empty, overlapping or oversized regions, a truth frame kind other
 // than "" or "exception", or a negative line.
 func (d *Dump) Write(path string) error {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("cannot write %s: it is a directory: give the manifest's file name, such as %s", path, filepath.Join(path, "crash.json"))
+	}
 	base := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	if base == "" || base == "." || base == string(filepath.Separator) {
 		base = "dump"
 	}
-	manifest, files, err := d.encode(base)
+	manifest, files, err := d.encode(base, MaxHexRegion)
 	if err != nil {
-		return fmt.Errorf("crashdump: write %s: %w", path, err)
+		return fmt.Errorf("cannot write %s: %w", path, err)
 	}
 	dir := filepath.Dir(path)
+	outs := make([]outFile, 0, len(files)+1)
 	for _, f := range files {
-		if err := writeAtomic(filepath.Join(dir, f.name), f.data); err != nil {
-			return fmt.Errorf("crashdump: write %s: %w", path, err)
+		outs = append(outs, outFile{filepath.Join(dir, f.name), f.data})
+	}
+	outs = append(outs, outFile{path, manifest}) // last: a reader never sees a manifest without its regions
+	return writeAllAtomic(outs)
+}
+
+// WriteSelfContained writes d as one faultline.dump/1 manifest that holds
+// every region inline as hex (no region files), for `-o -`. It fails like
+// Write for a dump that Load would reject.
+func (d *Dump) WriteSelfContained(w io.Writer) error {
+	manifest, _, err := d.encode("", math.MaxInt)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(manifest)
+	return err
+}
+
+// OutputFiles returns the files Write(path) would create or replace: the
+// manifest and its region files, so that a caller can refuse to overwrite
+// its own input.
+func (d *Dump) OutputFiles(path string) []string {
+	base := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	if base == "" || base == "." || base == string(filepath.Separator) {
+		base = "dump"
+	}
+	out := []string{path}
+	for _, r := range d.Memory {
+		if len(r.Data) > MaxHexRegion {
+			out = append(out, filepath.Join(filepath.Dir(path), regionFileName(base, r.Addr)))
 		}
 	}
-	if err := writeAtomic(path, manifest); err != nil {
-		return fmt.Errorf("crashdump: write %s: %w", path, err)
-	}
-	return nil
+	return out
 }
+
+// InputFiles returns the files d was read from: the dump and, for a
+// manifest Load read, its region files.
+func (d *Dump) InputFiles() []string {
+	out := []string{d.Path}
+	if d.Format == FormatNative {
+		for _, r := range d.Memory {
+			if !strings.HasPrefix(r.Name, "hex@") {
+				out = append(out, filepath.Join(filepath.Dir(d.Path), filepath.FromSlash(r.Name)))
+			}
+		}
+	}
+	return out
+}
+
+func regionFileName(base string, addr uint32) string { return fmt.Sprintf("%s.%08x.bin", base, addr) }
 
 // outFile is a region file that Write creates.
 type outFile struct {
@@ -113,7 +161,8 @@ func (h hexObject) MarshalJSON() ([]byte, error) {
 func hex32(v uint32) string { return fmt.Sprintf("0x%08x", v) }
 
 // encode builds the manifest and the region files.
-func (d *Dump) encode(base string) ([]byte, []outFile, error) {
+// Regions of up to maxHex bytes are inline hex.
+func (d *Dump) encode(base string, maxHex int) ([]byte, []outFile, error) {
 	m := manifestJSON{Schema: FormatNative, CPU: d.CPU, Registers: hexObject{}, Memory: []memoryJSON{}}
 	d.Regs.Each(func(r unwinders.Reg, v uint32) {
 		m.Registers = append(m.Registers, hexPair{r.String(), v})
@@ -138,10 +187,10 @@ func (d *Dump) encode(base string) ([]byte, []outFile, error) {
 			return nil, nil, fmt.Errorf("memory[%d] (%s at 0x%08x) is %d bytes: %w, the limit is %d", i, r.Name, r.Addr, n, ErrTooLarge, MaxRegionSize)
 		case total > MaxTotalSize:
 			return nil, nil, fmt.Errorf("memory is more than %d bytes: %w", MaxTotalSize, ErrTooLarge)
-		case n <= MaxHexRegion:
+		case n <= maxHex:
 			m.Memory = append(m.Memory, memoryJSON{Address: hex32(r.Addr), Hex: hex.EncodeToString(r.Data)})
 		default:
-			name := fmt.Sprintf("%s.%08x.bin", base, r.Addr)
+			name := regionFileName(base, r.Addr)
 			files = append(files, outFile{name, r.Data})
 			m.Memory = append(m.Memory, memoryJSON{Address: hex32(r.Addr), File: name, Size: n})
 		}
@@ -173,12 +222,58 @@ func (d *Dump) encode(base string) ([]byte, []outFile, error) {
 	return b.Bytes(), files, nil
 }
 
-// writeAtomic writes data to a temporary file in path's directory and
-// renames it to path.
-func writeAtomic(path string, data []byte) error {
+// writeAllAtomic writes each file to a temporary file in its directory,
+// then renames them into place in order. On an error nothing is renamed
+// that was not already, the temporary files are removed, and the error
+// names the file that failed and why (never the temporary name).
+func writeAllAtomic(files []outFile) error {
+	tmps := make([]string, 0, len(files))
+	defer func() {
+		for _, t := range tmps {
+			if t != "" {
+				os.Remove(t)
+			}
+		}
+	}()
+	for _, f := range files {
+		tmp, err := writeTemp(f.name, f.data)
+		if err != nil {
+			return fmt.Errorf("cannot write %s: %s", f.name, fsReason(err))
+		}
+		tmps = append(tmps, tmp)
+	}
+	for i, f := range files {
+		if st, err := os.Stat(f.name); err == nil && st.IsDir() {
+			return fmt.Errorf("cannot write %s: it is a directory", f.name)
+		}
+		if err := os.Rename(tmps[i], f.name); err != nil {
+			var le *os.LinkError
+			if errors.As(err, &le) {
+				err = le.Err
+			}
+			return fmt.Errorf("cannot write %s: %s", f.name, fsReason(err))
+		}
+		tmps[i] = ""
+	}
+	return nil
+}
+
+// WriteFile writes data to path atomically: through a temporary file in
+// the same directory, renamed into place. The error names path, never the
+// temporary file.
+func WriteFile(path string, data []byte) error {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("cannot write %s: it is a directory: give a file name", path)
+	}
+	return writeAllAtomic([]outFile{{path, data}})
+}
+
+// writeTemp writes data to a new temporary file next to path and returns
+// its name.
+func writeTemp(path string, data []byte) (string, error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
-		return err
+		return "", err
 	}
 	tmp := f.Name()
 	_, err = f.Write(data)
@@ -188,11 +283,9 @@ func writeAtomic(path string, data []byte) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
 	if err != nil {
 		os.Remove(tmp)
+		return "", err
 	}
-	return err
+	return tmp, nil
 }

@@ -15,6 +15,23 @@ import (
 // the function it was called at. The CLI maps it to exit status 3.
 var ErrNoFault = errors.New("firmware did not fault")
 
+// ErrConfig is wrapped by the errors Run returns for a configuration the
+// firmware cannot take: a --set symbol that does not exist or a value
+// that does not fit it, a --call function that does not exist, a --map
+// region that overlaps the firmware's memory. The CLI reports them as
+// usage errors (exit status 2), like the flags' own syntax errors.
+var ErrConfig = errors.New("invalid emulator configuration")
+
+// configError is an error that wraps ErrConfig with its own message.
+type configError struct{ msg string }
+
+func (e *configError) Error() string { return e.msg }
+func (e *configError) Unwrap() error { return ErrConfig }
+
+func configErrorf(format string, args ...any) error {
+	return &configError{fmt.Sprintf(format, args...)}
+}
+
 // NoFaultError says why a run ended without a fault. It wraps ErrNoFault.
 type NoFaultError struct {
 	Reason string // e.g. "instruction limit of 1000000 reached"

@@ -170,7 +170,19 @@ func (m *machine) setup() error {
 			r.Perm = uc.PermNone
 		}
 		if r.Size == 0 || r.Addr%regionAlign != 0 || r.Size%regionAlign != 0 {
-			return fmt.Errorf("emu: map %#x:%#x: address and size must be non-zero multiples of %#x", r.Addr, r.Size, regionAlign)
+			return configErrorf("emu: --map %#x:%#x: address and size must be non-zero multiples of %#x", r.Addr, r.Size, regionAlign)
+		}
+		for _, o := range m.regions {
+			if uint64(r.Addr) < o.End() && uint64(o.Addr) < r.End() {
+				what := o.Name
+				if what == "map" {
+					what = "another --map region"
+				}
+				return configErrorf("emu: --map %#x:%#x: [%#x, %#x) overlaps %s [%#x, %#x)", r.Addr, r.Size, r.Addr, r.End(), what, o.Addr, o.End())
+			}
+		}
+		if r.contains(scsBase) || (r.Addr > scsBase && r.Addr < scsBase+scsSize) {
+			return configErrorf("emu: --map %#x:%#x: [%#x, %#x) overlaps the System Control Space [%#x, %#x)", r.Addr, r.Size, r.Addr, r.End(), scsBase, scsBase+scsSize)
 		}
 		m.regions = append(m.regions, r)
 	}
@@ -258,7 +270,7 @@ func (m *machine) setup() error {
 	if m.cfg.Call != "" {
 		s, ok := m.img.byName[m.cfg.Call]
 		if !ok || !s.fn {
-			return fmt.Errorf("emu: %s: no function %q to call", m.img.path, m.cfg.Call)
+			return configErrorf("emu: %s: --call %s: no such function", m.img.path, m.cfg.Call)
 		}
 		start = s.addr | 1
 	} else if mainSym, ok := m.img.byName["main"]; ok && mainSym.fn && len(m.cfg.Sets) > 0 {
@@ -285,23 +297,35 @@ func (m *machine) setup() error {
 	return nil
 }
 
+// setValueString shows a --set value as given: negative numbers in
+// decimal, others in hex.
+func setValueString(v uint64) string {
+	if int64(v) < 0 {
+		return fmt.Sprint(int64(v))
+	}
+	return fmt.Sprintf("%#x", v)
+}
+
 // applySets writes Config.Sets (--set SYMBOL=VALUE) at the symbols' run
 // addresses and, for initialised data, at their load addresses.
 func (m *machine) applySets() error {
 	for name, v := range m.cfg.Sets {
 		s, ok := m.img.byName[name]
 		if !ok {
-			return fmt.Errorf("emu: %s: --set %s: no such symbol", m.img.path, name)
+			return configErrorf("emu: %s: --set %s: no such symbol", m.img.path, name)
 		}
 		var buf [8]byte
 		binary.LittleEndian.PutUint64(buf[:], v)
 		switch s.size {
 		case 1, 2, 4, 8:
 		default:
-			return fmt.Errorf("emu: %s: --set %s: symbol size %d is not 1, 2, 4 or 8", m.img.path, name, s.size)
+			return configErrorf("emu: %s: --set %s: symbol size %d is not 1, 2, 4 or 8", m.img.path, name, s.size)
 		}
-		if s.size < 8 && v>>(8*s.size) != 0 {
-			return fmt.Errorf("emu: %s: --set %s=%#x: value does not fit in %d bytes", m.img.path, name, v, s.size)
+		// A value fits when its bits above the symbol's size are all
+		// zero, or all one for a negative number (--set x=-1, stored as
+		// two's complement) whose sign bit is set in the symbol's size.
+		if bits := 8 * s.size; s.size < 8 && v>>bits != 0 && !(int64(v) < 0 && int64(v) >= -(1<<(bits-1))) {
+			return configErrorf("emu: %s: --set %s=%s: value does not fit in %d bytes", m.img.path, name, setValueString(v), s.size)
 		}
 		for _, a := range append([]uint32{s.addr}, m.img.loadAddrs(s.addr)...) {
 			if err := m.eng.MemWrite(uint64(a), buf[:s.size]); err != nil {

@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
@@ -12,7 +13,6 @@ import (
 
 	"github.com/faultline-dev/faultline/cmd/faultline/analysis"
 	"github.com/faultline-dev/faultline/crashdump"
-	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/unwinders"
 )
 
@@ -158,6 +158,15 @@ func (b *batchFlags) check(format string) error {
 	if b.sourceDir != "" && format != "html" {
 		return usagef("--source-dir only applies to --format html")
 	}
+	if b.sourceDir != "" {
+		st, err := os.Stat(b.sourceDir)
+		switch {
+		case err != nil:
+			return usagef("--source-dir %s: %s", b.sourceDir, fsReasonText(err))
+		case !st.IsDir():
+			return usagef("--source-dir %s: not a directory", b.sourceDir)
+		}
+	}
 	return nil
 }
 
@@ -202,7 +211,7 @@ func runAnalyze(cmd *cobra.Command, c *commonFlags, raw *rawFlags, bf *batchFlag
 	if c.format == "html" && multi && bf.output == "" && !bf.summary {
 		return usagef("--format html with several dumps needs -o DIR (one page per dump)")
 	}
-	elf, err := elfsym.Open(c.elf)
+	elf, err := openFirmware(c.elf)
 	if err != nil {
 		return err
 	}
@@ -223,7 +232,7 @@ func runAnalyze(cmd *cobra.Command, c *commonFlags, raw *rawFlags, bf *batchFlag
 	}
 	for _, e := range problems {
 		failed++
-		prog.printf(stderr, "faultline: %v\n", e)
+		prog.printf(stderr, "faultline: %s\n", userMessage(e))
 		if sum != nil {
 			sum.AddError(e.arg, e.err)
 		}
@@ -250,7 +259,7 @@ func runAnalyze(cmd *cobra.Command, c *commonFlags, raw *rawFlags, bf *batchFlag
 			if prog != nil {
 				prog.failed.Add(1)
 			}
-			prog.printf(stderr, "faultline: %v\n", r.err)
+			prog.printf(stderr, "faultline: %s\n", userMessage(r.err))
 			if sum != nil {
 				sum.AddError(r.job.name, r.err)
 			}

@@ -141,6 +141,10 @@ func analyzeOne(a *analysis.Analyzer, j batchJob, keepDump bool) batchResult {
 	} else {
 		defer d.Close()
 	}
+	if err := checkDumpRegisters(d); err != nil {
+		res.err = err
+		return res
+	}
 	r, err := a.Analyze(d)
 	if err != nil {
 		res.err = err

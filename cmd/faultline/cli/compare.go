@@ -10,7 +10,6 @@ import (
 
 	"github.com/faultline-dev/faultline/cmd/faultline/analysis"
 	"github.com/faultline-dev/faultline/crashdump"
-	"github.com/faultline-dev/faultline/elfsym"
 )
 
 // compareResult is one strategy's entry in faultline.compare/1.
@@ -54,13 +53,16 @@ func newCompare() *cobra.Command {
 			if err := c.check(); err != nil {
 				return err
 			}
-			elf, err := elfsym.Open(c.elf)
+			elf, err := openFirmware(c.elf)
 			if err != nil {
 				return err
 			}
 			defer elf.Close()
 			d, err := crashdump.Load(a[0])
 			if err != nil {
+				return err
+			}
+			if err := checkDumpRegisters(d); err != nil {
 				return err
 			}
 			out := compareJSON{Schema: "faultline.compare/1", Dump: d.Path}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
+
+	"github.com/faultline-dev/faultline/crashdump"
 )
 
 // Output formats of faultline convert.
@@ -26,10 +28,14 @@ func newConvert() *cobra.Command {
 		Long: `convert reads a dump in any format faultline detects (faultline.dump/1,
 CrashCatcher binary or hex, Zephyr coredump binary or #CD: log, Memfault
 CORE), or memory images plus register text with --regs, and writes it as
-a faultline.dump/1 manifest (--to native; large regions go to .bin files
-next to OUT) or as a CrashCatcher 3.0 binary (--to crashcatcher), which
+a faultline.dump/1 manifest (--to native; regions over 1 KiB go to
+OUT-BASE.ADDRESS.bin files next to OUT, all written atomically; with -o -
+one self-contained manifest with every region as hex goes to stdout) or as a CrashCatcher 3.0 binary (--to crashcatcher), which
 CrashDebug loads. A dump taken at the fault handler's first instruction is
-unstacked to the state before the exception that CrashCatcher holds.`,
+unstacked to the state before the exception that CrashCatcher holds.
+
+OUT must be a file name, not a directory, and never one of the input's
+own files.`,
 		Args: args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			switch {
@@ -39,6 +45,9 @@ unstacked to the state before the exception that CrashCatcher holds.`,
 				return usagef("-o OUT is required")
 			case raw.regs == "" && len(a) != 1:
 				return usagef("convert takes one DUMP (or, with --regs, memory images), got %d", len(a))
+			}
+			if err := checkOutputPath(out); err != nil {
+				return err
 			}
 			opt, err := raw.options()
 			if err != nil {
@@ -53,6 +62,28 @@ unstacked to the state before the exception that CrashCatcher holds.`,
 			for _, w := range d.Warnings {
 				fmt.Fprintf(cmd.ErrOrStderr(), "faultline: warning: %s: %s\n", d.Path, w)
 			}
+			inputs := d.InputFiles()
+			if raw.regs != "" {
+				inputs = append([]string{raw.regs}, a...)
+			}
+			if out == "-" {
+				if to == convertNative {
+					return d.WriteSelfContained(cmd.OutOrStdout())
+				}
+				var b bytes.Buffer
+				if err := d.WriteCrashCatcher(&b); err != nil {
+					return err
+				}
+				_, err := cmd.OutOrStdout().Write(b.Bytes())
+				return err
+			}
+			outputs := []string{out}
+			if to == convertNative {
+				outputs = d.OutputFiles(out)
+			}
+			if err := checkNotInput(out, outputs, inputs); err != nil {
+				return err
+			}
 			if to == convertNative {
 				return d.Write(out)
 			}
@@ -60,35 +91,52 @@ unstacked to the state before the exception that CrashCatcher holds.`,
 			if err := d.WriteCrashCatcher(&b); err != nil {
 				return err
 			}
-			return writeFileAtomic(out, b.Bytes())
+			return crashdump.WriteFile(out, b.Bytes())
 		},
 	}
 	cmd.Flags().StringVar(&to, "to", "", "output format: native|crashcatcher (required)")
-	cmd.Flags().StringVarP(&out, "output", "o", "", "output file (required)")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "output file (required); - for standard output (a native manifest then holds every region inline as hex)")
 	raw.register(cmd)
 	return cmd
 }
 
-// writeFileAtomic writes data to a temporary file next to path and renames
-// it into place.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
+// checkOutputPath refuses an -o that names an existing directory: a
+// dump is written to a file name (its region files next to it).
+func checkOutputPath(out string) error {
+	if out == "-" {
+		return nil
 	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(0o644)
+	if st, err := os.Stat(out); err == nil && st.IsDir() {
+		return usagef("-o %s is a directory: give the output's file name, such as %s (or - for stdout)", out, filepath.Join(out, "crash.json"))
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	return nil
+}
+
+// checkNotInput refuses an -o whose files (outputs: the manifest and its
+// region files) would replace one of the inputs.
+func checkNotInput(flag string, outputs, inputs []string) error {
+	for _, o := range outputs {
+		for _, in := range inputs {
+			if sameFile(o, in) {
+				if o == flag {
+					return usagef("-o %s is the input %s: converting would overwrite it; choose another name", flag, in)
+				}
+				return usagef("-o %s would overwrite the input %s (its region file %s); choose another name", flag, in, o)
+			}
+		}
 	}
-	if err == nil {
-		err = os.Rename(tmp, path)
+	return nil
+}
+
+// sameFile reports whether a and b name the same file: the same inode
+// when both exist, else the same absolute, cleaned path.
+func sameFile(a, b string) bool {
+	sa, errA := os.Stat(a)
+	sb, errB := os.Stat(b)
+	if errA == nil && errB == nil {
+		return os.SameFile(sa, sb)
 	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
+	aa, err1 := filepath.Abs(a)
+	bb, err2 := filepath.Abs(b)
+	return err1 == nil && err2 == nil && aa == bb
 }

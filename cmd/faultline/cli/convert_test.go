@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/faultline-dev/faultline/cmd/faultline/analysis"
+	"github.com/faultline-dev/faultline/crashdump"
 )
 
 // importSources are the oracle dumps fixtures/import derives from
@@ -138,7 +139,7 @@ func TestConvertAndRawFlagErrors(t *testing.T) {
 	regs := filepath.Join(repo, "fixtures", "import", importSources[0]+".regs.gdb.txt")
 	out := filepath.Join(t.TempDir(), "x")
 	bad := filepath.Join(t.TempDir(), "bad.bin")
-	if err := writeFileAtomic(bad, []byte("ZE\x02\x00\x03\x00\x05\x00\x00\x00\x00\x00Q")); err != nil {
+	if err := crashdump.WriteFile(bad, []byte("ZE\x02\x00\x03\x00\x05\x00\x00\x00\x00\x00Q")); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ianlancetaylor/demangle"
 	"github.com/spf13/cobra"
 
 	"github.com/faultline-dev/faultline/cmd/faultline/scenario"
@@ -49,22 +50,36 @@ Exit status 3 when the firmware does not fault within --max-insns and
 			if err != nil {
 				return err
 			}
+			fw, err := openFirmware(f.elf)
+			if err != nil {
+				return err
+			}
+			fw.Close()
 			cfg.Stdout, cfg.Stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
 			res, err := emu.Run(cmd.Context(), cfg)
 			var nf *emu.NoFaultError
 			switch {
 			case errors.Is(err, uc.ErrUnavailable):
 				return fmt.Errorf("emulate: %w", err)
+			case errors.Is(err, emu.ErrConfig):
+				return usageError{err}
 			case errors.As(err, &nf):
 				return exitError{code: ExitNoFault, err: fmt.Errorf("emulate: %s: the firmware did not fault: %s (after %d instructions, pc=0x%08x)", f.elf, nf.Reason, nf.Insns, nf.PC)}
 			case err != nil:
 				return err
 			}
 			d := scenario.Dump(res)
-			if err := d.Write(f.out); err != nil {
+			summary := cmd.OutOrStdout()
+			if f.out == "-" {
+				// The dump is the output; the summary goes to stderr.
+				if err := d.WriteSelfContained(cmd.OutOrStdout()); err != nil {
+					return err
+				}
+				summary = cmd.ErrOrStderr()
+			} else if err := d.Write(f.out); err != nil {
 				return err
 			}
-			writeEmulateSummary(cmd.OutOrStdout(), res, f.out)
+			writeEmulateSummary(summary, res, f.out)
 			if h := res.Handler; h != nil && h.Exited && h.ExitCode != 0 {
 				// The firmware's own exit status (semihosting) is passed through.
 				return exitError{code: h.ExitCode & 0xff, err: fmt.Errorf("emulate: the fault handler exited with status %d (semihosting)", h.ExitCode)}
@@ -74,7 +89,7 @@ Exit status 3 when the firmware does not fault within --max-insns and
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.elf, "elf", "", "firmware ELF file (required)")
-	fl.StringVarP(&f.out, "output", "o", "", "dump to write (faultline.dump/1 JSON; required)")
+	fl.StringVarP(&f.out, "output", "o", "", "dump to write (faultline.dump/1 JSON, regions over 1 KiB in OUT-BASE.ADDRESS.bin files next to it; required); - writes one self-contained manifest (regions as hex) to stdout and the summary to stderr")
 	fl.StringVar(&f.cpu, "cpu", "", "cortex-m0|m0plus|m3|m4|m7|m33 (default: from the ELF attributes, else m4)")
 	fl.StringArrayVar(&f.sets, "set", nil, "SYMBOL=VALUE: write a global before running (repeatable)")
 	fl.StringVar(&f.call, "call", "", "start at FUNCTION instead of the reset vector")
@@ -94,6 +109,9 @@ func (f *emulateFlags) config() (emu.Config, error) {
 	}
 	if f.out == "" {
 		return emu.Config{}, usagef("-o DUMP.json is required")
+	}
+	if err := checkOutputPath(f.out); err != nil {
+		return emu.Config{}, err
 	}
 	return f.emuConfig()
 }
@@ -152,7 +170,7 @@ func writeEmulateSummary(w io.Writer, res *emu.Result, path string) {
 	fn := ""
 	for i, f := range res.Truth {
 		if f.Kind == emu.FrameException && i+1 < len(res.Truth) {
-			fn = res.Truth[i+1].Function
+			fn = readableName(res.Truth[i+1].Function)
 			break
 		}
 	}
@@ -168,13 +186,37 @@ func writeEmulateSummary(w io.Writer, res *emu.Result, path string) {
 		fmt.Fprintf(&b, " Stopped at the first instruction of the handler (pc 0x%08x, lr 0x%08x).", res.Registers.PC, res.Registers.LR)
 	}
 	if n := len(res.Truth); n > 0 {
-		fmt.Fprintf(&b, " True call stack: %d frames.", n)
+		fmt.Fprintf(&b, " True call stack: %s.", plural(n, "frame"))
 	}
 	if h := res.Handler; h != nil {
 		fmt.Fprintf(&b, " The handler then ran %d instructions and %s.", h.Insns, h.Reason)
 	}
-	fmt.Fprintf(&b, " Wrote %s.\n", path)
+	if path == "-" {
+		b.WriteString(" Wrote the dump to standard output.\n")
+	} else {
+		fmt.Fprintf(&b, " Wrote %s.\n", path)
+	}
 	io.WriteString(w, b.String())
+}
+
+// readableName is a symbol name as analyze prints it: C++ names
+// demangled.
+func readableName(sym string) string {
+	if !strings.HasPrefix(sym, "_Z") {
+		return sym
+	}
+	if d, err := demangle.ToString(sym); err == nil {
+		return d
+	}
+	return sym
+}
+
+// plural writes "1 frame", "2 frames".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func excName(n int) string {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/faultline-dev/faultline/cmd/faultline/gdbserver"
 	"github.com/faultline-dev/faultline/crashdump"
-	"github.com/faultline-dev/faultline/elfsym"
 )
 
 // defaultListen is where gdbserver listens without --listen or --stdio:
@@ -63,7 +62,7 @@ Debian's gdb-multiarch, which otherwise assumes GNU/Linux.`,
 			if idle < 0 {
 				return usagef("--idle-timeout %v: want a positive duration, or 0 for none", idle)
 			}
-			elf, err := elfsym.Open(elfPath)
+			elf, err := openFirmware(elfPath)
 			if err != nil {
 				return err
 			}

@@ -24,7 +24,7 @@ func newInfo() *cobra.Command {
 			if format != "text" && format != "json" {
 				return usagef("--format %q: want text or json", format)
 			}
-			elf, err := elfsym.Open(elfPath)
+			elf, err := openFirmware(elfPath)
 			if err != nil {
 				return err
 			}

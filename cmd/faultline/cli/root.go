@@ -90,6 +90,15 @@ symbolized backtrace with file:line and inlined frames, explains the fault
 status registers in plain words, and says how sure it is of every frame.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// No command: the usage on stderr and exit status 2, as for any
+		// other usage error (a script that forgot the command must not
+		// succeed).
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cmd.SetOut(cmd.ErrOrStderr())
+			cmd.Usage()
+			cmd.SetOut(stdout)
+			return silentError{ExitUsage}
+		},
 	}
 	root.SetIn(stdin)
 	root.SetOut(stdout)
@@ -114,7 +123,7 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if errors.As(err, &se) {
 		return se.code
 	}
-	fmt.Fprintf(stderr, "faultline: %v\n", err)
+	fmt.Fprintf(stderr, "faultline: %s\n", userMessage(err))
 	var ue usageError
 	var ee exitError
 	switch {

@@ -42,7 +42,7 @@ llvm-symbolizer does.`,
 			if format != "text" && format != "json" {
 				return usagef("--format %q: want text or json", format)
 			}
-			elf, err := elfsym.Open(elfPath)
+			elf, err := openFirmware(elfPath)
 			if err != nil {
 				return err
 			}

@@ -65,7 +65,7 @@ func (t Trigger) Config(elf string) (emu.Config, error) {
 		if !ok || name == "" {
 			return cfg, fmt.Errorf("--set %q: want SYMBOL=VALUE", s)
 		}
-		v, err := ParseNumber(val, 64)
+		v, err := ParseValue(val)
 		if err != nil {
 			return cfg, fmt.Errorf("--set %s: value %q: %v", name, val, err)
 		}
