@@ -63,6 +63,7 @@ firmware-check: toolchain
 	$(MAKE) -C firmware-samples/matrix check
 	$(MAKE) -C firmware-samples/rtos-zephyr check
 	$(MAKE) -C firmware-samples/cxx check
+	$(MAKE) -C firmware-samples/rtos-freertos check
 
 # Regenerate the QEMU + GDB oracle fixtures.
 oracle: toolchain

@@ -390,3 +390,7 @@ func parseAttrs(b []byte) *Attributes {
 	}
 	return a
 }
+
+// Attributes returns the file's build attributes (.ARM.attributes), or nil
+// when it has none. Cost: one pass over the section.
+func (f *File) Attributes() *Attributes { return f.attributes() }

@@ -1,10 +1,651 @@
 package rtos
 
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/faultline-dev/faultline/elfsym"
+	"github.com/faultline-dev/faultline/unwinders"
+)
+
+// FreeRTOS task discovery. The kernel's globals are found by name
+// (pxCurrentTCB, pxReadyTasksLists, xDelayedTaskList1/2, pxDelayedTaskList,
+// pxOverflowDelayedTaskList, xPendingReadyList, xSuspendedTaskList,
+// xTasksWaitingTermination, xQueueRegistry); the layouts of the task
+// control block (tskTCB), list (xLIST), list item (xLIST_ITEM) and queue
+// come from the ELF's DWARF types, so configUSE_MINI_LIST_ITEM, MPU
+// wrappers and trace fields need no configuration.
+
+// Bounds on hostile input.
+const (
+	maxTasks      = 256
+	maxPriorities = 256
+	maxNameLen    = 64
+	maxStackScan  = 256 << 10
+)
+
+// frLayout holds the byte offsets discovery reads. -1 means absent.
+type frLayout struct {
+	source string
+
+	top, stateItem, eventItem, prio, stack, name, end, base, mpu, notifyState int
+	nameLen                                                                   int
+
+	listSize, listCount, listEnd                  uint32
+	itemValue, itemNext, itemOwner, itemContainer uint32
+
+	// Queue (QueueDefinition): -1 when its type is unknown.
+	qHead, qHolder, qSend, qRecv, qType int
+	regSize, regName, regHandle         uint32
+}
+
+// defaultLayout is FreeRTOS's layout on a 32-bit port with
+// configUSE_MINI_LIST_ITEM 1, no MPU wrappers and 16-character names: what
+// a stripped ELF is read with.
+func defaultLayout() *frLayout {
+	return &frLayout{
+		source: "default layout",
+		top:    0, stateItem: 4, eventItem: 24, prio: 44, stack: 48, name: 52, nameLen: 16,
+		end: -1, base: -1, mpu: -1, notifyState: -1,
+		listSize: 20, listCount: 0, listEnd: 8,
+		itemValue: 0, itemNext: 4, itemOwner: 12, itemContainer: 16,
+		qHead: 0, qHolder: 8, qSend: 16, qRecv: 36, qType: -1,
+		regSize: 8, regName: 0, regHandle: 4,
+	}
+}
+
+func off(t *Type, name string) int {
+	if m, ok := t.Member(name); ok {
+		return int(m.Offset)
+	}
+	return -1
+}
+
+// typesLayout reads the layout from DWARF; an error when the TCB or list
+// types are missing.
+func typesLayout(ts *Types) (*frLayout, error) {
+	tcb, err := ts.Struct("tskTaskControlBlock", "tskTCB", "TCB_t")
+	if err != nil {
+		return nil, err
+	}
+	list, err := ts.Struct("xLIST", "List_t")
+	if err != nil {
+		return nil, err
+	}
+	item, err := ts.Struct("xLIST_ITEM", "ListItem_t")
+	if err != nil {
+		return nil, err
+	}
+	l := &frLayout{source: "debug types",
+		top: off(tcb, "pxTopOfStack"), stateItem: off(tcb, "xStateListItem"), eventItem: off(tcb, "xEventListItem"),
+		prio: off(tcb, "uxPriority"), stack: off(tcb, "pxStack"), name: off(tcb, "pcTaskName"),
+		end: off(tcb, "pxEndOfStack"), base: off(tcb, "uxBasePriority"), mpu: off(tcb, "xMPUSettings"),
+		notifyState: off(tcb, "ucNotifyState"),
+		listSize:    list.Size, itemValue: uint32(max(off(item, "xItemValue"), 0)),
+	}
+	if m, ok := tcb.Member("pcTaskName"); ok {
+		l.nameLen = int(m.Size)
+	}
+	must := map[string]int{"pxTopOfStack": l.top, "xStateListItem": l.stateItem, "xEventListItem": l.eventItem,
+		"uxPriority": l.prio, "pxStack": l.stack, "pcTaskName": l.name}
+	for n, v := range must {
+		if v < 0 {
+			return nil, fmt.Errorf("the task control block type has no member %s", n)
+		}
+	}
+	lc, le := off(list, "uxNumberOfItems"), off(list, "xListEnd")
+	in, io, ic := off(item, "pxNext"), off(item, "pvOwner"), off(item, "pxContainer")
+	if ic < 0 {
+		ic = off(item, "pvContainer") // FreeRTOS before V10
+	}
+	if lc < 0 || le < 0 || in < 0 || io < 0 || ic < 0 {
+		return nil, errors.New("the list or list item type lacks uxNumberOfItems, xListEnd, pxNext, pvOwner or pxContainer")
+	}
+	l.listCount, l.listEnd, l.itemNext, l.itemOwner, l.itemContainer = uint32(lc), uint32(le), uint32(in), uint32(io), uint32(ic)
+	if l.nameLen <= 0 || l.nameLen > maxNameLen {
+		l.nameLen = 16
+	}
+	l.qHead, l.qHolder, l.qSend, l.qRecv, l.qType = -1, -1, -1, -1, -1
+	if q, err := ts.Struct("QueueDefinition", "xQUEUE", "Queue_t"); err == nil {
+		l.qHead, l.qSend, l.qRecv, l.qType = off(q, "pcHead"), off(q, "xTasksWaitingToSend"), off(q, "xTasksWaitingToReceive"), off(q, "ucQueueType")
+		if u := off(q, "u"); u >= 0 {
+			l.qHolder = u // u.xSemaphore.xMutexHolder is the union's first word
+		}
+	}
+	l.regSize, l.regName, l.regHandle = 8, 0, 4
+	if r, err := ts.Struct("QUEUE_REGISTRY_ITEM", "xQueueRegistryItem", "QueueRegistryItem_t"); err == nil {
+		if n, h := off(r, "pcQueueName"), off(r, "xHandle"); n >= 0 && h >= 0 && r.Size > 0 {
+			l.regSize, l.regName, l.regHandle = r.Size, uint32(n), uint32(h)
+		}
+	}
+	return l, nil
+}
+
+// frPort is how a port saves a task's context (FreeRTOS GCC ports).
+type frPort int
+
+const (
+	portCM3     frPort = iota // ARM_CM0 and ARM_CM3: r4-r11
+	portCM4F                  // ARM_CM4F / ARM_CM7: r4-r11, EXC_RETURN, [s16-s31]
+	portCM33                  // ARM_CM33_NTZ: PSPLIM, EXC_RETURN, r4-r11, [s16-s31]
+	portCM33MPU               // ARM_CM33_NTZ with MPU: PSPLIM, CONTROL, EXC_RETURN, r4-r11, [s16-s31]
+)
+
+func (p frPort) String() string {
+	return [...]string{"ARM_CM0/ARM_CM3", "ARM_CM4F", "ARM_CM33_NTZ", "ARM_CM33_NTZ (MPU)"}[p]
+}
+
+// detectPort tells the port from the ELF's build attributes: v8-M saves
+// PSPLIM, an FPU port saves EXC_RETURN.
+func detectPort(f *elfsym.File, mpu bool) frPort {
+	a := f.Attributes()
+	if a == nil {
+		return portCM3
+	}
+	switch a.CPUArchRaw {
+	case 16, 17, 21: // v8-M.baseline, v8-M.mainline, v8.1-M.mainline
+		if mpu {
+			return portCM33MPU
+		}
+		return portCM33
+	}
+	if a.FPArch != "" && a.CPUArchRaw != 11 && a.CPUArchRaw != 12 {
+		return portCM4F
+	}
+	return portCM3
+}
+
+type frReader struct {
+	in   Input
+	l    *frLayout
+	k    *Kernel
+	port frPort
+	buf  [64]byte
+}
+
+func (r *frReader) u32(addr uint32) (uint32, error) {
+	return unwinders.ReadU32(r.in.Mem, addr)
+}
+
+func (r *frReader) warnf(format string, args ...any) {
+	r.k.Warnings = append(r.k.Warnings, fmt.Sprintf(format, args...))
+}
+
+// walkList returns the owners of a list's items, in list order. It is
+// bounded by the list's own count (at most maxTasks) and detects cycles.
+func (r *frReader) walkList(name string, list uint32) ([]uint32, error) {
+	n, err := r.u32(list + r.l.listCount)
+	if err != nil {
+		return nil, fmt.Errorf("list %s at 0x%08x cannot be read: %v", name, list, err)
+	}
+	if n > maxTasks {
+		return nil, fmt.Errorf("list %s at 0x%08x claims %d items (more than %d): corrupted", name, list, n, maxTasks)
+	}
+	end := list + r.l.listEnd
+	item, err := r.u32(end + r.l.itemNext)
+	if err != nil {
+		return nil, fmt.Errorf("list %s at 0x%08x: its end marker cannot be read: %v", name, list, err)
+	}
+	var owners []uint32
+	seen := map[uint32]bool{}
+	for item != end {
+		if uint32(len(owners)) >= n {
+			return owners, fmt.Errorf("list %s at 0x%08x: more items linked than its count %d: corrupted", name, list, n)
+		}
+		if seen[item] {
+			return owners, fmt.Errorf("list %s at 0x%08x: item 0x%08x appears twice (a cycle): corrupted", name, list, item)
+		}
+		seen[item] = true
+		owner, err := r.u32(item + r.l.itemOwner)
+		if err != nil {
+			return owners, fmt.Errorf("list %s at 0x%08x: item 0x%08x cannot be read: %v", name, list, item, err)
+		}
+		owners = append(owners, owner)
+		if item, err = r.u32(item + r.l.itemNext); err != nil {
+			return owners, fmt.Errorf("list %s at 0x%08x: next link cannot be read: %v", name, list, err)
+		}
+	}
+	if uint32(len(owners)) != n {
+		r.warnf("list %s at 0x%08x: %d items linked, its count says %d", name, list, len(owners), n)
+	}
+	return owners, nil
+}
+
 // discoverFreeRTOS recognises a FreeRTOS kernel by pxCurrentTCB and lists
 // its tasks.
 func discoverFreeRTOS(in Input) (*Kernel, error) {
-	if _, ok := in.ELF.Symbol("pxCurrentTCB"); !ok {
+	curSym, ok := in.ELF.Symbol("pxCurrentTCB")
+	if !ok {
 		return nil, nil
 	}
-	return nil, nil
+	k := &Kernel{Kind: "freertos"}
+	ts := NewTypes(in.ELF.DWARF())
+	l, err := typesLayout(ts)
+	if err != nil {
+		l = defaultLayout()
+		k.Warnings = append(k.Warnings, fmt.Sprintf("FreeRTOS task structures not usable from the debug information (%v): tasks read with FreeRTOS's default layout (mini list items, no MPU wrappers, 16-character names); names and priorities may be wrong for another configuration", err))
+	}
+	k.Source = l.source
+	r := &frReader{in: in, l: l, k: k, port: detectPort(in.ELF, l.mpu >= 0)}
+
+	cur, err := r.u32(curSym)
+	if err != nil {
+		return nil, fmt.Errorf("FreeRTOS: pxCurrentTCB at 0x%08x cannot be read from the dump: %v", curSym, err)
+	}
+
+	// The lists, in the order tasks are reported after the current one.
+	type namedList struct {
+		name string
+		addr uint32
+	}
+	var lists []namedList
+	if ready, ok := in.ELF.Symbol("pxReadyTasksLists"); ok {
+		n := 0
+		if v, err := ts.Variable("pxReadyTasksLists"); err == nil && v.Count > 0 {
+			n = v.Count
+		} else if s, ok := in.ELF.SymbolFor(ready); ok && s.Start == ready && s.Size > 0 {
+			n = int(s.Size / l.listSize)
+		}
+		if n <= 0 || n > maxPriorities {
+			k.Warnings = append(k.Warnings, fmt.Sprintf("pxReadyTasksLists: cannot tell how many priorities (%d): ready tasks not listed", n))
+		}
+		for p := min(n, maxPriorities) - 1; p >= 0; p-- {
+			lists = append(lists, namedList{fmt.Sprintf("pxReadyTasksLists[%d]", p), ready + uint32(p)*l.listSize})
+		}
+	} else {
+		k.Warnings = append(k.Warnings, "no pxReadyTasksLists symbol: ready tasks not listed")
+	}
+	for _, n := range []string{"xDelayedTaskList1", "xDelayedTaskList2", "xPendingReadyList", "xSuspendedTaskList", "xTasksWaitingTermination"} {
+		if a, ok := in.ELF.Symbol(n); ok {
+			lists = append(lists, namedList{n, a})
+		}
+	}
+
+	tcbs := []uint32{}
+	seen := map[uint32]bool{}
+	add := func(t uint32) {
+		if t != 0 && !seen[t] && len(tcbs) < maxTasks {
+			seen[t] = true
+			tcbs = append(tcbs, t)
+		}
+	}
+	add(cur)
+	for _, nl := range lists {
+		owners, err := r.walkList(nl.name, nl.addr)
+		if err != nil {
+			k.Warnings = append(k.Warnings, err.Error())
+		}
+		for _, o := range owners {
+			add(o)
+		}
+	}
+	if len(tcbs) == 0 {
+		k.Warnings = append(k.Warnings, "pxCurrentTCB is NULL and no task is on any list: the scheduler has not started")
+		return k, nil
+	}
+	st := r.stateLists()
+	for _, t := range tcbs {
+		k.Threads = append(k.Threads, r.task(t, t == cur, st))
+	}
+	if n, ok := in.ELF.Symbol("uxCurrentNumberOfTasks"); ok {
+		if v, err := r.u32(n); err == nil {
+			alive := 0
+			for _, t := range k.Threads {
+				if t.State != Deleted {
+					alive++
+				}
+			}
+			if int(v) != alive {
+				k.Warnings = append(k.Warnings, fmt.Sprintf("uxCurrentNumberOfTasks is %d but %d live tasks were found", v, alive))
+			}
+		}
+	}
+	return k, nil
+}
+
+// stateLists are the list addresses eTaskGetState compares with.
+type stateLists struct {
+	delayed, overflow, pending, suspended, terminating uint32
+	ready                                              [2]uint32 // [first, end)
+}
+
+func (r *frReader) stateLists() stateLists {
+	var s stateLists
+	sym := func(n string) uint32 { a, _ := r.in.ELF.Symbol(n); return a }
+	if p, ok := r.in.ELF.Symbol("pxDelayedTaskList"); ok {
+		s.delayed, _ = r.u32(p)
+	}
+	if p, ok := r.in.ELF.Symbol("pxOverflowDelayedTaskList"); ok {
+		s.overflow, _ = r.u32(p)
+	}
+	if s.delayed == 0 {
+		s.delayed = sym("xDelayedTaskList1")
+	}
+	if s.overflow == 0 {
+		s.overflow = sym("xDelayedTaskList2")
+	}
+	s.pending, s.suspended, s.terminating = sym("xPendingReadyList"), sym("xSuspendedTaskList"), sym("xTasksWaitingTermination")
+	if a, ok := r.in.ELF.Symbol("pxReadyTasksLists"); ok {
+		s.ready = [2]uint32{a, a + maxPriorities*r.l.listSize}
+		if sr, ok := r.in.ELF.SymbolFor(a); ok && sr.Start == a && sr.Size > 0 {
+			s.ready[1] = a + sr.Size
+		}
+	}
+	return s
+}
+
+// task reads one TCB.
+func (r *frReader) task(tcb uint32, current bool, sl stateLists) Thread {
+	l := r.l
+	t := Thread{ID: tcb, State: Unknown, Current: current, Priority: -1, BasePriority: -1, Stack: Stack{HighWaterBytes: -1}}
+	name := make([]byte, l.nameLen)
+	if err := r.in.Mem.Read(tcb+uint32(l.name), name); err != nil {
+		t.Name = fmt.Sprintf("TCB 0x%08x", tcb)
+		t.Err = fmt.Errorf("task control block at 0x%08x is not in the dump: %v", tcb, err)
+		return t
+	}
+	t.Name = cName(name)
+	if p, err := r.u32(tcb + uint32(l.prio)); err == nil && p < maxPriorities {
+		t.Priority = int(p)
+	} else if err == nil {
+		t.Diagnosis = append(t.Diagnosis, fmt.Sprintf("priority %d is out of range: the task control block looks corrupted", p))
+	}
+	if l.base >= 0 {
+		if p, err := r.u32(tcb + uint32(l.base)); err == nil && p < maxPriorities {
+			t.BasePriority = int(p)
+		}
+	}
+	stateC, _ := r.u32(tcb + uint32(l.stateItem) + l.itemContainer)
+	eventC, _ := r.u32(tcb + uint32(l.eventItem) + l.itemContainer)
+	wake, _ := r.u32(tcb + uint32(l.stateItem) + l.itemValue)
+	delayed := stateC != 0 && (stateC == sl.delayed || stateC == sl.overflow)
+	switch {
+	case current:
+		t.State = Running
+	case eventC != 0 && eventC == sl.pending:
+		t.State = Ready
+		t.WaitingOn = "woken, pending ready (scheduler suspended)"
+	case delayed:
+		t.State = Blocked
+	case stateC != 0 && stateC == sl.suspended:
+		t.State = Suspended
+		if eventC != 0 {
+			t.State = Blocked
+		} else if l.notifyState >= 0 {
+			var b [1]byte
+			if r.in.Mem.Read(tcb+uint32(l.notifyState), b[:]) == nil && b[0] == 1 {
+				t.State = Blocked
+				t.WaitingOn = "task notification"
+			}
+		}
+	case stateC == 0 || stateC == sl.terminating:
+		t.State = Deleted
+	case stateC >= sl.ready[0] && stateC < sl.ready[1]:
+		t.State = Ready
+	}
+	if t.State == Blocked && eventC != 0 {
+		t.WaitingOn = r.describeEvent(eventC)
+	}
+	if delayed {
+		if t.WaitingOn == "" {
+			t.WaitingOn = fmt.Sprintf("delay until tick %d", wake)
+		} else {
+			t.WaitingOn += fmt.Sprintf(", timeout at tick %d", wake)
+		}
+	}
+	r.stackOf(&t, tcb)
+	if current {
+		t.Regs = r.in.Regs
+		if sp, ok := r.in.Regs.Get(unwinders.PSP); ok && r.in.Regs.Value(unwinders.SP) != sp {
+			t.Stack.SP = sp // the crash was taken on MSP; the task's own SP is PSP
+		} else if sp, ok := r.in.Regs.Get(unwinders.SP); ok {
+			t.Stack.SP = sp
+		}
+	} else {
+		r.savedContext(&t, tcb)
+	}
+	r.diagnose(&t)
+	return t
+}
+
+// describeEvent names the object whose event list the task waits on.
+func (r *frReader) describeEvent(list uint32) string {
+	l := r.l
+	reg, ok := r.in.ELF.Symbol("xQueueRegistry")
+	if ok && l.qRecv >= 0 && l.qSend >= 0 {
+		n := 0
+		if s, ok := r.in.ELF.SymbolFor(reg); ok && s.Start == reg && s.Size > 0 {
+			n = int(s.Size / l.regSize)
+		}
+		for i := 0; i < min(n, 64); i++ {
+			e := reg + uint32(i)*l.regSize
+			h, err := r.u32(e + l.regHandle)
+			if err != nil || h == 0 {
+				continue
+			}
+			dir := ""
+			switch list {
+			case h + uint32(l.qRecv):
+				dir = "receive"
+			case h + uint32(l.qSend):
+				dir = "send"
+			default:
+				continue
+			}
+			np, _ := r.u32(e + l.regName)
+			name := r.cString(np)
+			kind := "queue"
+			if head, err := r.u32(h + uint32(l.qHead)); err == nil && head == 0 && l.qHead >= 0 {
+				kind = "mutex"
+			} else if l.qType >= 0 {
+				var b [1]byte
+				if r.in.Mem.Read(h+uint32(l.qType), b[:]) == nil && (b[0] == 2 || b[0] == 3) {
+					kind = "semaphore"
+				}
+			}
+			s := fmt.Sprintf("%s %s (0x%08x)", kind, name, h)
+			if kind == "mutex" && l.qHolder >= 0 {
+				if holder, err := r.u32(h + uint32(l.qHolder)); err == nil && holder != 0 {
+					nb := make([]byte, l.nameLen)
+					if r.in.Mem.Read(holder+uint32(l.name), nb) == nil {
+						s += " held by " + cName(nb)
+					}
+				}
+			} else if dir == "send" {
+				s += " to send"
+			}
+			return s
+		}
+	}
+	return fmt.Sprintf("event list at 0x%08x", list)
+}
+
+func (r *frReader) cString(addr uint32) string {
+	if addr == 0 {
+		return "?"
+	}
+	b := make([]byte, 32)
+	for n := len(b); n > 0; n /= 2 {
+		if r.in.Mem.Read(addr, b[:n]) == nil {
+			return cName(b[:n])
+		}
+	}
+	return "?"
+}
+
+// cName turns a C character array into a printable name.
+func cName(b []byte) string {
+	if i := strings.IndexByte(string(b), 0); i >= 0 {
+		b = b[:i]
+	}
+	return strings.Map(func(c rune) rune {
+		if c < 0x20 || c > 0x7e {
+			return '?'
+		}
+		return c
+	}, string(b))
+}
+
+// stackOf fills the stack bounds and high-water mark.
+func (r *frReader) stackOf(t *Thread, tcb uint32) {
+	l := r.l
+	start, err := r.u32(tcb + uint32(l.stack))
+	if err != nil || start == 0 {
+		return
+	}
+	t.Stack.Start = start
+	if l.end >= 0 {
+		if e, err := r.u32(tcb + uint32(l.end)); err == nil && e >= start && e-start < maxStackScan {
+			t.Stack.End = (e + 4) &^ 3 // pxEndOfStack is the last word
+		}
+	}
+	if t.Stack.End == 0 {
+		// The stack depth is not in the TCB: a statically allocated stack
+		// is a symbol that starts at pxStack.
+		if s, ok := r.in.ELF.SymbolFor(start); ok && s.Start == start && s.Size > 0 && s.Size < maxStackScan {
+			t.Stack.End = start + s.Size
+		} else {
+			t.Diagnosis = append(t.Diagnosis, "stack end unknown (no pxEndOfStack, no stack symbol): only its start is shown")
+		}
+	}
+	// High-water mark: untouched 0xa5 fill bytes from the bottom up.
+	limit := uint32(maxStackScan)
+	if t.Stack.End > start {
+		limit = t.Stack.End - start
+	}
+	n := 0
+	for a := start; uint32(n) < limit; a += uint32(len(r.buf)) {
+		chunk := r.buf[:min(uint32(len(r.buf)), limit-uint32(n))]
+		if r.in.Mem.Read(a, chunk) != nil {
+			return
+		}
+		i := 0
+		for i < len(chunk) && chunk[i] == 0xa5 {
+			i++
+		}
+		n += i
+		if i < len(chunk) {
+			break
+		}
+	}
+	t.Stack.HighWaterBytes = n
+}
+
+// savedContext reads the registers a switched-out task's context holds.
+func (r *frReader) savedContext(t *Thread, tcb uint32) {
+	top, err := r.u32(tcb + uint32(r.l.top))
+	if err != nil {
+		t.Err = fmt.Errorf("pxTopOfStack of task %s cannot be read: %v", t.Name, err)
+		return
+	}
+	t.Stack.SP = top
+	var w [11]uint32
+	read := func(addr uint32, dst []uint32) error {
+		b := r.buf[:4*len(dst)]
+		if err := r.in.Mem.Read(addr, b); err != nil {
+			return err
+		}
+		for i := range dst {
+			dst[i] = uint32(b[4*i]) | uint32(b[4*i+1])<<8 | uint32(b[4*i+2])<<16 | uint32(b[4*i+3])<<24
+		}
+		return nil
+	}
+	var regs unwinders.Registers
+	sp := top
+	exc := uint32(0xFFFFFFFD)
+	var sw int
+	switch r.port {
+	case portCM3:
+		sw = 8
+	case portCM4F:
+		sw = 9
+	case portCM33:
+		sw = 10
+	case portCM33MPU:
+		sw = 11
+	}
+	if err := read(sp, w[:sw]); err != nil {
+		t.Err = fmt.Errorf("saved context of task %s at 0x%08x (pxTopOfStack) is not in the dump: %v", t.Name, top, err)
+		return
+	}
+	r4 := 0
+	switch r.port {
+	case portCM4F:
+		exc = w[8]
+	case portCM33:
+		exc, r4 = w[1], 2
+	case portCM33MPU:
+		exc, r4 = w[2], 3
+		regs.Set(unwinders.CONTROL, w[1])
+	}
+	for i := 0; i < 8; i++ {
+		regs.Set(unwinders.R4+unwinders.Reg(i), w[r4+i])
+	}
+	sp += uint32(4 * sw)
+	if r.port != portCM3 && !unwinders.LooksLikeExcReturn(exc) {
+		t.Err = fmt.Errorf("task %s: the saved EXC_RETURN 0x%08x at 0x%08x is not an exception return value: its saved context is corrupt (port %s)", t.Name, exc, top, r.port)
+		return
+	}
+	fpFrame := exc&0x10 == 0
+	if fpFrame {
+		var s [16]uint32
+		if err := read(sp, s[:]); err != nil {
+			t.Err = fmt.Errorf("saved FP registers of task %s at 0x%08x are not in the dump: %v", t.Name, sp, err)
+			return
+		}
+		for i, v := range s {
+			regs.Set(unwinders.S(16+i), v)
+		}
+		sp += 64
+	}
+	var hw [8]uint32
+	if err := read(sp, hw[:]); err != nil {
+		t.Err = fmt.Errorf("saved exception frame of task %s at 0x%08x is not in the dump: %v", t.Name, sp, err)
+		return
+	}
+	for i, reg := range []unwinders.Reg{unwinders.R0, unwinders.R1, unwinders.R2, unwinders.R3, unwinders.R12, unwinders.LR, unwinders.PC, unwinders.XPSR} {
+		regs.Set(reg, hw[i])
+	}
+	if fpFrame {
+		var s [16]uint32
+		if err := read(sp+32, s[:]); err == nil {
+			for i, v := range s {
+				regs.Set(unwinders.S(i), v)
+			}
+			var f [1]uint32
+			if read(sp+96, f[:]) == nil {
+				regs.Set(unwinders.FPSCR, f[0])
+			}
+		}
+		sp += 0x68
+	} else {
+		sp += 0x20
+	}
+	if hw[7]&(1<<9) != 0 {
+		sp += 4
+	}
+	regs.Set(unwinders.SP, sp)
+	regs.Set(unwinders.PSP, sp)
+	t.Regs = regs
+	t.Stack.SP = top
+}
+
+// diagnose compares the saved SP with the stack bounds and checks the
+// fill pattern at the bottom.
+func (r *frReader) diagnose(t *Thread) {
+	s := &t.Stack
+	if s.Start == 0 || s.SP == 0 {
+		return
+	}
+	switch {
+	case s.SP < s.Start:
+		s.Overflow = true
+		t.Diagnosis = append(t.Diagnosis, fmt.Sprintf("stack overflowed: saved SP 0x%08x is %d bytes below the stack's start 0x%08x", s.SP, s.Start-s.SP, s.Start))
+	case s.End != 0 && s.SP > s.End:
+		t.Diagnosis = append(t.Diagnosis, fmt.Sprintf("SP 0x%08x is outside its stack [0x%08x, 0x%08x)", s.SP, s.Start, s.End))
+	case s.HighWaterBytes == 0:
+		s.Overflow = true
+		t.Diagnosis = append(t.Diagnosis, "stack fully used: no untouched 0xa5 fill is left at its bottom, it probably overflowed")
+	}
 }

@@ -1,0 +1,144 @@
+package rtos
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/faultline-dev/faultline/crashdump"
+	"github.com/faultline-dev/faultline/elfsym"
+	"github.com/faultline-dev/faultline/unwinders"
+)
+
+// oracleTask is one task of fixtures/rtos/freertos/<build>.tasks.json,
+// written by oracle.py from GDB (see that file).
+type oracleTask struct {
+	ID           string            `json:"id"`
+	Name         string            `json:"name"`
+	Priority     int               `json:"priority"`
+	BasePriority int               `json:"base_priority"`
+	State        string            `json:"state"`
+	Current      bool              `json:"current"`
+	Regs         map[string]string `json:"regs"`
+}
+
+const fixtureDir = "../fixtures/rtos/freertos"
+
+func loadFixture(t testing.TB, build string) (Input, []oracleTask) {
+	t.Helper()
+	elfBuild := build
+	elf, err := elfsym.Open("../firmware-samples/rtos-freertos/build/" + elfBuild + ".elf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dumpBuild := strings.TrimSuffix(build, "-strip")
+	d, err := crashdump.Load(filepath.Join(fixtureDir, dumpBuild+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	im := &unwinders.Image{}
+	if err := im.AddLayer(elf.Segments()...); err != nil {
+		t.Fatal(err)
+	}
+	if err := im.AddLayer(d.Memory...); err != nil {
+		t.Fatal(err)
+	}
+	var o struct {
+		Tasks []oracleTask `json:"tasks"`
+	}
+	b, err := os.ReadFile(filepath.Join(fixtureDir, dumpBuild+".tasks.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &o); err != nil {
+		t.Fatal(err)
+	}
+	return Input{ELF: elf, Mem: im, Regs: d.Regs}, o.Tasks
+}
+
+func fixtureBuilds(t testing.TB) []string {
+	m, _ := filepath.Glob(filepath.Join(fixtureDir, "*.tasks.json"))
+	var out []string
+	for _, p := range m {
+		out = append(out, strings.TrimSuffix(filepath.Base(p), ".tasks.json"))
+	}
+	if len(out) == 0 {
+		t.Fatal("no oracle fixtures")
+	}
+	if _, err := os.Stat("../firmware-samples/rtos-freertos/build/gcc-m3-O2-strip.elf"); err == nil {
+		out = append(out, "gcc-m3-O2-strip")
+	}
+	return out
+}
+
+// Every task GDB saw is found with its name, state, priorities and the
+// registers of its saved context (for the current task: the crash's).
+func TestFreeRTOSAgainstOracle(t *testing.T) {
+	for _, build := range fixtureBuilds(t) {
+		t.Run(build, func(t *testing.T) {
+			in, want := loadFixture(t, build)
+			k, err := Discover(in)
+			if err != nil || k == nil {
+				t.Fatalf("Discover: %v, %v", k, err)
+			}
+			wantSource := "debug types"
+			if strings.HasSuffix(build, "-strip") {
+				wantSource = "default layout"
+			}
+			if k.Kind != "freertos" || k.Source != wantSource {
+				t.Errorf("kernel %q source %q", k.Kind, k.Source)
+			}
+			if len(k.Threads) != len(want) {
+				t.Errorf("%d threads, oracle has %d; warnings %q", len(k.Threads), len(want), k.Warnings)
+			}
+			if len(k.Threads) == 0 || !k.Threads[0].Current {
+				t.Fatalf("first thread is not the current one")
+			}
+			got := map[uint32]Thread{}
+			for _, th := range k.Threads {
+				got[th.ID] = th
+			}
+			for _, w := range want {
+				id, _ := strconv.ParseUint(strings.TrimPrefix(w.ID, "0x"), 16, 32)
+				th, ok := got[uint32(id)]
+				if !ok {
+					t.Errorf("task %s (%s) not found", w.Name, w.ID)
+					continue
+				}
+				if th.Err != nil {
+					t.Errorf("task %s: %v", w.Name, th.Err)
+				}
+				if th.Name != w.Name || string(th.State) != w.State || th.Priority != w.Priority || th.Current != w.Current {
+					t.Errorf("task %s: got %q %s prio %d current %v, oracle %q %s prio %d current %v",
+						w.Name, th.Name, th.State, th.Priority, th.Current, w.Name, w.State, w.Priority, w.Current)
+				}
+				if !strings.HasSuffix(build, "-strip") && th.BasePriority != w.BasePriority {
+					t.Errorf("task %s: base priority %d, oracle %d", w.Name, th.BasePriority, w.BasePriority)
+				}
+				if w.Current {
+					continue
+				}
+				for name, v := range w.Regs {
+					reg, ok := unwinders.ParseReg(name)
+					if !ok {
+						continue
+					}
+					wv, _ := strconv.ParseUint(strings.TrimPrefix(v, "0x"), 16, 32)
+					if gv, ok := th.Regs.Get(reg); !ok || gv != uint32(wv) {
+						t.Errorf("task %s: %s = 0x%x (known %v), oracle %s", w.Name, name, gv, ok, v)
+					}
+				}
+			}
+		})
+	}
+}
+
+func loadFixtureMaybe(t *testing.T, build string) (Input, []oracleTask) {
+	if _, err := os.Stat(filepath.Join(fixtureDir, strings.TrimSuffix(build, "-strip")+".tasks.json")); err != nil {
+		return Input{}, nil
+	}
+	return loadFixture(t, build)
+}
