@@ -103,6 +103,9 @@ type Config struct {
 	// Stdout and Stderr receive semihosting output (SYS_WRITEC, SYS_WRITE0,
 	// SYS_WRITE to handles 1 and 2); nil discards it.
 	Stdout, Stderr io.Writer
+	// Probe, when set, watches the run from inside (emu/heap); it needs
+	// the shadow call stack (NoTruth unset).
+	Probe Probe
 }
 
 // cpuInfo describes a supported core.

@@ -70,6 +70,7 @@ type machine struct {
 	flushTime     time.Duration // time they took
 	entryFault    *entryFault   // exception entry stacking failed inside a hook
 	threadStacks  threadStacks  // suspended threads' shadow stacks (threads.go)
+	probe         *ProbeRun     // Config.Probe's handle (probe.go)
 }
 
 type irqState struct {
@@ -237,6 +238,11 @@ func (m *machine) setup() error {
 		// Before any code is translated: see syncChecks.
 		if err := tr.SetMemHook(true); err != nil {
 			return fmt.Errorf("emu: %w", err)
+		}
+	}
+	if m.cfg.Probe != nil {
+		if err := m.startProbe(); err != nil {
+			return err
 		}
 	}
 	if err := m.watchAligned(); err != nil {
@@ -449,6 +455,9 @@ func (m *machine) saveCheckpoint(pc uint64) error {
 	c.nextCP = m.nextCheckpoint
 	c.forced = m.forced
 	c.threads = m.threadStacks.clone()
+	if m.probe != nil {
+		m.probe.p.Checkpoint()
+	}
 	return nil
 }
 
@@ -473,6 +482,11 @@ func (m *machine) restoreCheckpoint() error {
 	m.nextCheckpoint = c.nextCP
 	m.forced = c.forced
 	m.threadStacks = c.threads.clone()
+	if m.probe != nil {
+		if err := m.probe.p.Restore(m.probe); err != nil {
+			return err
+		}
+	}
 	m.entryFault = nil
 	m.tr.ClearCheckFault()
 	m.activeChanged()

@@ -27,6 +27,7 @@
 // harness replays to the instruction (see emu.exactCheckPC).
 #include <stdlib.h>
 #include "tracker.h"
+#include "heapwatch.h"
 
 enum { K_READ = 0, K_WRITE = 1, K_FETCH = 2 };
 
@@ -168,6 +169,9 @@ static void mem_hook(uc_engine *uc, uc_mem_type type, uint64_t addr64, int size,
 	fl_tracker *t = ud;
 	uint32_t addr = (uint32_t)addr64;
 	int write = type == UC_MEM_WRITE;
+	if (t->hw != NULL) {
+		fl_hw_access(t, addr, size, write);
+	}
 	if (t->chk_fault != FL_CHK_NONE) {
 		return;
 	}

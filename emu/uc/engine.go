@@ -37,6 +37,7 @@ type callback struct {
 	mmioRead    func(offset uint64, size int) uint64
 	mmioWrite   func(offset uint64, size int, value uint64)
 	event       func(addr uint32) bool
+	heap        *heapCallbacks
 }
 
 // Open creates an engine for the given M-profile CPU model: uc_open with

@@ -135,3 +135,24 @@ func Stores() StorePath { return StorePath{} }
 
 // Version returns 0, 0: no libunicorn without cgo.
 func Version() (major, minor uint) { return 0, 0 }
+
+// Heap map states (see the cgo build).
+const (
+	HeapNone   = 0
+	HeapLive   = 1
+	HeapFreed  = 2
+	HeapHeader = 3
+	HeapPad    = 4
+)
+
+// HeapWatch is the C heap watcher; unavailable without cgo.
+type HeapWatch struct{}
+
+func (t *Tracker) NewHeapWatch(base, size uint32, block func(uint32), access func(uint32, int, bool, int, uint32)) (*HeapWatch, error) {
+	return nil, ErrUnavailable
+}
+func (w *HeapWatch) Watch(addr uint32, on bool) error          { return ErrUnavailable }
+func (w *HeapWatch) Mark(addr, n uint32, state int, soft bool) {}
+func (w *HeapWatch) ClearMap()                                 {}
+func (w *HeapWatch) Inside(on bool)                            {}
+func (w *HeapWatch) Checks(on bool)                            {}

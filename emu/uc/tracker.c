@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tracker.h"
+#include "heapwatch.h"
 #include "_cgo_export.h"
 
 // fl_thumb_count counts the Thumb instructions in code[0:size] and reports
@@ -221,6 +222,9 @@ static void block_hook(uc_engine *uc, uint64_t addr64, uint32_t size, void *ud) 
 	t->prev_end = addr + size;
 	t->cur_addr = addr;
 	t->cur_size = size;
+	if (t->hw != NULL) {
+		fl_hw_block(t, addr);
+	}
 	if (t->budget != 0 && t->insns >= t->budget) {
 		t->budget_hit = 1;
 		uc_emu_stop(uc);
@@ -323,6 +327,7 @@ void fl_tracker_free(fl_tracker *t) {
 		uc_hook_del(t->uc, t->mem_hook);
 	}
 	free(t->div_hooks);
+	fl_hw_free(t->hw);
 	free(t->fn_start);
 	free(t->fn_end);
 	free(t->stack);

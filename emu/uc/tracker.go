@@ -22,6 +22,7 @@ type Tracker struct {
 	e      *Engine
 	p      *C.fl_tracker
 	handle cgo.Handle
+	heap   *HeapWatch // NewHeapWatch
 }
 
 // NewTracker installs the C block hook that counts guest instructions,
@@ -55,6 +56,10 @@ func (e *Engine) NewTracker(shadow bool, capacity int) (*Tracker, error) {
 }
 
 func (t *Tracker) free() {
+	if t.heap != nil {
+		t.heap.free()
+		t.heap = nil
+	}
 	if t.handle != 0 {
 		deleteHandle(t.handle)
 		t.handle = 0

@@ -99,6 +99,9 @@ typedef struct fl_tracker {
 	uint32_t chk_addr, chk_size, chk_write, chk_pc;
 	uint64_t stop_at;      // exact-PC hook: stop before its stop_at-th instruction (0: never)
 
+	// Heap watching (heapwatch.h), NULL when off.
+	struct fl_heapwatch *hw;
+
 	fl_block cache[FL_BLOCK_CACHE];
 } fl_tracker;
 

@@ -508,3 +508,7 @@ var indexTemplate = template.Must(template.New("index").Parse(`<!DOCTYPE html>
 </body>
 </html>
 `))
+
+// PageCSS returns the style sheet of the analyze page, for other pages in
+// the same style (faultline heap).
+func PageCSS() string { return pageCSS }

@@ -1,0 +1,150 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// heapSummary reduces a faultline.heap/1 document to what the planted bugs
+// decide: each live site (bytes, blocks, the two innermost functions of the
+// allocation stack) and each error (kind, where it happened, where its
+// block was allocated and freed).
+func heapSummary(t *testing.T, d *HeapDoc) []string {
+	t.Helper()
+	fn := func(fr []HeapFrame, i int) string {
+		if i < len(fr) {
+			return fr[i].Function
+		}
+		return "-"
+	}
+	var out []string
+	check := func(what string, fr []HeapFrame) {
+		for _, f := range fr {
+			if f.Function == "" || f.File == "" || f.Line == 0 {
+				t.Errorf("%s: frame %+v has no function, file or line", what, f)
+			}
+		}
+	}
+	for _, s := range d.Sites {
+		out = append(out, fmt.Sprintf("site %d bytes %d blocks %s < %s", s.Bytes, s.Blocks, fn(s.Frames, 0), fn(s.Frames, 1)))
+		check("site", s.Frames)
+	}
+	for _, e := range d.Errors {
+		out = append(out, fmt.Sprintf("%s in %s, allocated in %s, freed in %s", e.Kind, fn(e.Frames, 0), fn(e.AllocatedAt, 0), fn(e.FreedAt, 0)))
+		check(e.Kind, e.Frames)
+		check(e.Kind+" allocated", e.AllocatedAt)
+		check(e.Kind+" freed", e.FreedAt)
+	}
+	return out
+}
+
+// TestHeapPlanted runs `faultline heap` on the heap firmware (C with
+// newlib, C++ new/delete, the heap_4-style allocator) for every scenario:
+// the report names exactly the planted leaks and errors, with their call
+// stacks, and nothing else; the clean runs report nothing live.
+func TestHeapPlanted(t *testing.T) {
+	skipWithoutEmulator(t)
+	anon := "(anonymous namespace)::"
+	cases := []struct {
+		elf      string
+		scenario int
+		want     []string
+	}{
+		{"heap-c", 0, nil},
+		{"heap-c", 1, []string{
+			"site 144 bytes 3 blocks make_packet < leak_packets",
+			"site 20 bytes 1 blocks copy_name < leak_name"}},
+		{"heap-c", 2, []string{"double-free in double_free, allocated in double_free, freed in double_free"}},
+		{"heap-c", 3, []string{
+			"site 32 bytes 1 blocks invalid_free < main",
+			"invalid-free in invalid_free, allocated in invalid_free, freed in -"}},
+		{"heap-c", 4, []string{"use-after-free in use_after_free, allocated in use_after_free, freed in use_after_free"}},
+		{"heap-c", 5, []string{
+			"site 20 bytes 1 blocks overflow < main",
+			"site 20 bytes 1 blocks overflow < main",
+			"overflow in fill, allocated in overflow, freed in -"}},
+		{"heap-cxx", 0, nil},
+		{"heap-cxx", 1, []string{
+			"site 100 bytes 1 blocks " + anon + "make_buffer(unsigned int) < " + anon + "leak_buffer()",
+			"site 64 bytes 2 blocks " + anon + "Queue::push(unsigned long) < " + anon + "leak_nodes()"}},
+		{"heap-cxx", 2, []string{"double-free in " + anon + "double_delete(), allocated in " + anon + "double_delete(), freed in " + anon + "double_delete()"}},
+		{"heap-cxx", 3, []string{"invalid-free in " + anon + "invalid_delete(), allocated in -, freed in -"}},
+		{"heap-cxx", 4, []string{"use-after-free in " + anon + "use_after_delete(), allocated in " + anon + "use_after_delete(), freed in " + anon + "use_after_delete()"}},
+		{"heap-cxx", 5, []string{
+			"site 12 bytes 1 blocks " + anon + "make_buffer(unsigned int) < " + anon + "overflow()",
+			"site 12 bytes 1 blocks " + anon + "make_buffer(unsigned int) < " + anon + "overflow()",
+			"overflow in " + anon + "fill(unsigned char*, unsigned long), allocated in " + anon + "make_buffer(unsigned int), freed in -"}},
+		{"heap-rtos", 0, nil},
+		{"heap-rtos", 1, []string{
+			"site 200 bytes 1 blocks leak_table < main",
+			"site 80 bytes 2 blocks new_msg < leak_msgs"}},
+		{"heap-rtos", 2, []string{"double-free in double_free, allocated in new_msg, freed in double_free"}},
+		{"heap-rtos", 3, []string{"invalid-free in invalid_free, allocated in -, freed in -"}},
+		{"heap-rtos", 4, []string{"use-after-free in use_after_free, allocated in new_msg, freed in use_after_free"}},
+		{"heap-rtos", 5, []string{
+			"site 24 bytes 1 blocks overflow < main",
+			"site 24 bytes 1 blocks overflow < main",
+			"overflow in fill, allocated in overflow, freed in -"}},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%s-%d", c.elf, c.scenario), func(t *testing.T) {
+			elf := filepath.Join(repo, "firmware-samples/heap/build", c.elf+".elf")
+			stdout, stderr, code := run(t, "", "heap", "--elf", elf, "--set", fmt.Sprintf("heap_scenario=%d", c.scenario), "--format", "json")
+			if code != 0 {
+				t.Fatalf("heap: exit %d\n%s", code, stderr)
+			}
+			var d HeapDoc
+			if err := json.Unmarshal([]byte(stdout), &d); err != nil {
+				t.Fatal(err)
+			}
+			if d.Schema != "faultline.heap/1" {
+				t.Errorf("schema %q", d.Schema)
+			}
+			got := heapSummary(t, &d)
+			if !slices.Equal(got, c.want) {
+				t.Errorf("got\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(c.want, "\n  "))
+			}
+			var live uint64
+			for _, s := range d.Sites {
+				live += s.Bytes
+			}
+			if live != d.LiveBytes {
+				t.Errorf("sites hold %d bytes, live_bytes says %d", live, d.LiveBytes)
+			}
+			if c.scenario == 0 && (d.LiveBytes != 0 || d.LiveBlocks != 0 || d.Allocs == 0 || d.Allocs != d.Frees) {
+				t.Errorf("clean run: %d bytes in %d blocks live, %d allocations, %d frees", d.LiveBytes, d.LiveBlocks, d.Allocs, d.Frees)
+			}
+		})
+	}
+}
+
+// TestHeapTextAndHTML: the other two formats say the same.
+func TestHeapTextAndHTML(t *testing.T) {
+	skipWithoutEmulator(t)
+	elf := filepath.Join(repo, "firmware-samples/heap/build/heap-c.elf")
+	stdout, stderr, code := run(t, "", "heap", "--elf", elf, "--set", "heap_scenario=4")
+	if code != 0 {
+		t.Fatalf("heap: exit %d\n%s", code, stderr)
+	}
+	for _, want := range []string{"use-after-free", "write of 4 bytes", "freed at:", "use_after_free at ./src/heap_c.c:"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("text report lacks %q:\n%s", want, stdout)
+		}
+	}
+	stdout, _, code = run(t, "", "heap", "--elf", elf, "--set", "heap_scenario=1", "--format", "html")
+	if code != 0 || !strings.Contains(stdout, "<!DOCTYPE html>") || !strings.Contains(stdout, "leak_packets") {
+		t.Errorf("html: exit %d\n%.400s", code, stdout)
+	}
+	_, stderr, code = run(t, "", "heap", "--elf", elf, "--alloc", "malloc")
+	if code != ExitUsage || !strings.Contains(stderr, "--alloc and --free go together") {
+		t.Errorf("--alloc alone: exit %d, %s", code, stderr)
+	}
+	_, stderr, code = run(t, "", "heap", "--elf", elf, "--alloc", "no_such_alloc", "--free", "free")
+	if code != ExitInput || !strings.Contains(stderr, `no function "no_such_alloc"`) {
+		t.Errorf("--alloc of a missing function: exit %d, %s", code, stderr)
+	}
+}

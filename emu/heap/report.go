@@ -1,0 +1,91 @@
+package heap
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Site is the live blocks allocated from one call stack.
+type Site struct {
+	Bytes  uint64
+	Blocks int
+	Via    string // the entry point (of the first block)
+	Stack  Stack
+	// Addrs are the blocks' addresses, lowest first.
+	Addrs []uint32
+}
+
+// Pending is an allocator call that had not returned when the run ended
+// (the fault was inside the allocator, or it never returns).
+type Pending struct {
+	Func  string
+	Ptr   uint32
+	Size  uint32
+	Stack Stack
+	Insn  uint64
+}
+
+// Report is the heap at the end of a run.
+type Report struct {
+	Allocator     string
+	Hooked        []string
+	LiveBytes     uint64
+	LiveBlocks    int
+	PeakBytes     uint64
+	PeakInsn      uint64
+	PeakBlock     *Block // the allocation that reached the peak
+	Allocs, Frees uint64
+	Sites         []Site
+	Errors        []Error
+	ErrorsDropped int
+	Pending       []Pending
+	Live          []*Block // every live block, lowest address first
+}
+
+// Report returns the heap as it is now. The error is a failure the
+// callbacks met (a watch they could not install).
+func (t *Tracker) Report() (*Report, error) {
+	s := &t.st
+	r := &Report{Allocator: t.Allocator(), LiveBytes: s.liveBytes, LiveBlocks: len(s.live),
+		PeakBytes: s.peakBytes, PeakInsn: s.peakInsn, PeakBlock: s.peakBlock,
+		Allocs: s.allocs, Frees: s.frees, Errors: append([]Error(nil), s.errors...), ErrorsDropped: s.dropped}
+	for _, f := range t.hooked {
+		r.Hooked = append(r.Hooked, f.Name)
+	}
+	sort.Strings(r.Hooked)
+	bySite := map[string]*Site{}
+	var keys []string
+	for _, b := range s.live {
+		r.Live = append(r.Live, b)
+	}
+	sort.Slice(r.Live, func(i, j int) bool { return r.Live[i].Addr < r.Live[j].Addr })
+	for _, b := range r.Live {
+		k := fmt.Sprint(b.Alloc.PCs)
+		st, ok := bySite[k]
+		if !ok {
+			st = &Site{Via: b.Via, Stack: b.Alloc}
+			bySite[k] = st
+			keys = append(keys, k)
+		}
+		st.Bytes += uint64(b.Size)
+		st.Blocks++
+		st.Addrs = append(st.Addrs, b.Addr)
+	}
+	for _, k := range keys {
+		r.Sites = append(r.Sites, *bySite[k])
+	}
+	sort.SliceStable(r.Sites, func(i, j int) bool {
+		a, b := r.Sites[i], r.Sites[j]
+		if a.Bytes != b.Bytes {
+			return a.Bytes > b.Bytes
+		}
+		if a.Blocks != b.Blocks {
+			return a.Blocks > b.Blocks
+		}
+		return a.Addrs[0] < b.Addrs[0]
+	})
+	for _, c := range s.pending {
+		r.Pending = append(r.Pending, Pending{Func: c.fn.Name, Ptr: c.ptr, Size: c.size, Stack: c.stack, Insn: c.insn})
+	}
+	return r, t.err
+}

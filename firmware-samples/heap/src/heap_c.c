@@ -1,0 +1,175 @@
+/*
+ * C scenarios with newlib's malloc (the full mallocr, libc.a): each
+ * scenario plants one kind of heap bug at a known place.
+ */
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fw.h"
+
+volatile uint32_t heap_scenario;
+volatile uint32_t heap_iterations = 1000;
+volatile uint32_t fw_sink;
+
+struct packet {
+	uint32_t id;
+	uint8_t payload[44];
+};
+
+/* Kept so that a leaked block's pointer is still reachable in RAM. */
+static void *volatile keep[8];
+
+FW_NOINLINE static struct packet *make_packet(uint32_t id)
+{
+	struct packet *p = malloc(sizeof *p);
+	if (p != NULL) {
+		p->id = id;
+		memset(p->payload, (int)id, sizeof p->payload);
+	}
+	return p;
+}
+
+FW_NOINLINE static char *copy_name(const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *d = malloc(n);
+	if (d != NULL)
+		memcpy(d, s, n);
+	return d;
+}
+
+/* Allocates and frees with every entry point: nothing leaks. */
+FW_NOINLINE static void clean_run(void)
+{
+	for (int i = 0; i < 4; i++) {
+		struct packet *p = make_packet((uint32_t)i);
+		uint32_t *v = calloc(8, sizeof *v);
+		char *s = copy_name("sensor-0");
+		v = realloc(v, 32 * sizeof *v);
+		fw_sink += p->id + v[3] + (uint32_t)s[0];
+		free(s);
+		free(v);
+		free(p);
+	}
+	void *a = memalign(32, 64);
+	fw_sink += (uint32_t)(uintptr_t)a & 31u;
+	free(a);
+	free(NULL);
+}
+
+/* 3 packets (48 bytes each) and one name (20 bytes) are never freed. The
+ * count is volatile so that the loop keeps one call site. */
+static volatile uint32_t leaked_packets = 3;
+
+FW_NOINLINE static void leak_packets(void)
+{
+	for (uint32_t i = 0; i < leaked_packets; i++)
+		keep[i] = make_packet(100 + i);
+}
+
+FW_NOINLINE static void leak_name(void)
+{
+	keep[3] = copy_name("leaked-name-0123456");
+}
+
+FW_NOINLINE static void double_free(void)
+{
+	char *p = malloc(16);
+	char *volatile again = p; /* hides the bug from the compiler */
+	p[0] = 1;
+	fw_sink += (uint32_t)p[0];
+	free(p);
+	free(again);
+}
+
+FW_NOINLINE static void invalid_free(void)
+{
+	char *p = malloc(32);
+	p[0] = 2;
+	char *volatile inside = p + 8; /* hides the bug from the compiler */
+	free(inside);
+	keep[4] = p;
+}
+
+FW_NOINLINE static void use_after_free(void)
+{
+	uint32_t *p = malloc(32);
+	volatile uint32_t *volatile dangling = p;
+	p[0] = 3;
+	free(p);
+	dangling[2] = 0xdeadu; /* write into the freed block */
+}
+
+FW_NOINLINE static void fill(char *dst, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		dst[i] = (char)('a' + i);
+}
+
+FW_NOINLINE static void overflow(void)
+{
+	char *p = malloc(20);
+	char *guard = malloc(20);
+	fill(p, 24); /* 4 bytes too many: into guard's chunk header */
+	fw_sink += (uint32_t)p[0] + (uint32_t)guard[0];
+	keep[5] = p;
+	keep[6] = guard;
+}
+
+FW_NOINLINE static void busy(uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		void *a = malloc(16 + (i & 63));
+		void *b = malloc(8);
+		fw_sink += (uint32_t)(uintptr_t)a ^ (uint32_t)(uintptr_t)b;
+		free(a);
+		free(b);
+	}
+}
+
+extern volatile uint32_t *volatile fw_null;
+volatile uint32_t *volatile fw_null;
+
+FW_NOINLINE static void crash(void)
+{
+	leak_packets();
+	void *hole = malloc(64);
+	keep[7] = malloc(24);
+	free(hole); /* a free chunk between live ones */
+	*fw_null = 1; /* HardFault (NULL is unmapped on the emulator's map) */
+}
+
+int main(void)
+{
+	switch (heap_scenario) {
+	case HEAP_CLEAN:
+		clean_run();
+		break;
+	case HEAP_LEAKS:
+		clean_run();
+		leak_packets();
+		leak_name();
+		break;
+	case HEAP_DOUBLE_FREE:
+		double_free();
+		break;
+	case HEAP_INVALID_FREE:
+		invalid_free();
+		free(keep[4]);
+		break;
+	case HEAP_USE_AFTER_FREE:
+		use_after_free();
+		break;
+	case HEAP_OVERFLOW:
+		overflow();
+		break;
+	case HEAP_CRASH:
+		crash();
+		break;
+	case HEAP_BUSY:
+		busy(heap_iterations);
+		break;
+	}
+	return 0;
+}
