@@ -65,6 +65,7 @@ firmware-check: toolchain
 	$(MAKE) -C firmware-samples/rtos-zephyr check
 	$(MAKE) -C firmware-samples/cxx check
 	$(MAKE) -C firmware-samples/rtos-freertos check
+	$(MAKE) -C elfsym/testdata/cxx check
 
 # Regenerate the QEMU + GDB oracle fixtures.
 oracle: toolchain

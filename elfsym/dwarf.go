@@ -65,7 +65,13 @@ type fnode struct {
 	callFile uint64
 	parent   int32 // enclosing function node, -1 for none
 	depth    int32
-	firstLow uint32 // low end of the first range
+	firstLow uint32 // low end of binutils' first address range (arangeLow)
+	// ownLow is the lowest address where this node is the innermost
+	// function (not covered by a nested inlined subroutine), valid when
+	// hasOwn: where addr2line would first look the function up when
+	// addresses are queried in ascending order.
+	ownLow   uint32
+	hasOwn   bool
 	callLine uint32
 	callCol  uint32
 	inlined  bool
@@ -344,7 +350,7 @@ func (u *unit) loadFuncsFast(dw *dwarfIndex) error {
 			if err != nil {
 				return err
 			}
-			n := fnode{parent: parent, inlined: e.tag == dwarf.TagInlinedSubroutine, name: ni.name, firstLow: uint32(rs[0][0])}
+			n := fnode{parent: parent, inlined: e.tag == dwarf.TagInlinedSubroutine, name: ni.name, firstLow: arangeLow(rs)}
 			n.linkage = ni.linkage || (ni.name != "" && cLikeLanguage(u.lang))
 			n.indexedRanges = u.version >= 5 && u.rnglistx && e.ranges
 			if parent >= 0 {
@@ -365,7 +371,19 @@ func (u *unit) loadFuncsFast(dw *dwarfIndex) error {
 				rg.node = cur
 				ranges = append(ranges, rg)
 			}
-		case dwarf.TagBaseType, dwarf.TagStructType, dwarf.TagClassType, dwarf.TagUnionType,
+		case dwarf.TagStructType, dwarf.TagClassType, dwarf.TagUnionType:
+			// A class local to a function (a lambda's closure type
+			// among them) holds its member functions' code, nested:
+			// its children are read. Elsewhere member functions are
+			// defined outside the class (DW_AT_specification).
+			if parent >= 0 {
+				break
+			}
+			if pos, err = r.skipChildren(&e, 0); err != nil {
+				return err
+			}
+			continue
+		case dwarf.TagBaseType,
 			dwarf.TagEnumerationType, dwarf.TagTypedef, dwarf.TagArrayType, dwarf.TagSubroutineType,
 			dwarf.TagFormalParameter, dwarf.TagVariable, dwarf.TagPointerType, dwarf.TagConstType,
 			dwarf.TagVolatileType, dwarf.TagMember:
@@ -435,7 +453,7 @@ func (u *unit) loadFuncsDwarf(dw *dwarfIndex) error {
 				continue
 			}
 			ni := resolveName(nr, e, names, 0)
-			n := fnode{parent: parent, inlined: e.Tag == dwarf.TagInlinedSubroutine, name: ni.name, firstLow: uint32(rs[0][0])}
+			n := fnode{parent: parent, inlined: e.Tag == dwarf.TagInlinedSubroutine, name: ni.name, firstLow: arangeLow(rs)}
 			n.linkage = ni.linkage || (ni.name != "" && cLikeLanguage(u.lang))
 			n.indexedRanges = u.version >= 5 && u.rnglistx && e.AttrField(dwarf.AttrRanges) != nil
 			if parent >= 0 {
@@ -456,7 +474,16 @@ func (u *unit) loadFuncsDwarf(dw *dwarfIndex) error {
 				rg.node = cur
 				ranges = append(ranges, rg)
 			}
-		case dwarf.TagBaseType, dwarf.TagStructType, dwarf.TagClassType, dwarf.TagUnionType,
+		case dwarf.TagStructType, dwarf.TagClassType, dwarf.TagUnionType:
+			// As in loadFuncsFast: a function-local class is read.
+			if parent >= 0 {
+				break
+			}
+			if e.Children {
+				r.SkipChildren()
+			}
+			continue
+		case dwarf.TagBaseType,
 			dwarf.TagEnumerationType, dwarf.TagTypedef, dwarf.TagArrayType, dwarf.TagSubroutineType,
 			dwarf.TagFormalParameter, dwarf.TagVariable, dwarf.TagPointerType, dwarf.TagConstType,
 			dwarf.TagVolatileType, dwarf.TagMember:
@@ -473,8 +500,86 @@ func (u *unit) loadFuncsDwarf(dw *dwarfIndex) error {
 	return nil
 }
 
+// arangeLow returns the low end of the first address range binutils keeps
+// for a function with the ranges rs, in DWARF order: its arange_add skips
+// empty ranges and grows the first range by any later one that starts at
+// its end or ends at its start.
+func arangeLow(rs [][2]uint64) uint32 {
+	var lo, hi uint64
+	set := false
+	for _, r := range rs {
+		switch {
+		case r[0] >= r[1]:
+		case !set:
+			lo, hi, set = r[0], r[1], true
+		case r[0] == hi:
+			hi = r[1]
+		case r[1] == lo:
+			lo = r[0]
+		}
+	}
+	if !set && len(rs) > 0 {
+		lo = rs[0][0]
+	}
+	return uint32(lo)
+}
+
+// setOwnLow sets every node's ownLow: the lowest address of its ranges
+// that none of its children's ranges covers. Cost: O(n log n) in the
+// number of ranges.
+func (u *unit) setOwnLow(ranges []frange) {
+	own := slices.Clone(ranges)
+	slices.SortFunc(own, func(a, b frange) int { return cmp.Or(cmp.Compare(a.node, b.node), cmp.Compare(a.lo, b.lo)) })
+	kids := make([]frange, 0, len(ranges))
+	for _, r := range ranges {
+		if p := u.nodes[r.node].parent; p >= 0 {
+			r.node = p // keyed by the parent
+			kids = append(kids, r)
+		}
+	}
+	slices.SortFunc(kids, func(a, b frange) int { return cmp.Or(cmp.Compare(a.node, b.node), cmp.Compare(a.lo, b.lo)) })
+	var union [][2]uint64
+	k := 0
+	for i := 0; i < len(own); {
+		n := own[i].node
+		j := i
+		for j < len(own) && own[j].node == n {
+			j++
+		}
+		for k < len(kids) && kids[k].node < n {
+			k++
+		}
+		union = union[:0]
+		for ; k < len(kids) && kids[k].node == n; k++ {
+			if l := len(union); l > 0 && uint64(kids[k].lo) <= union[l-1][1] {
+				union[l-1][1] = max(union[l-1][1], kids[k].hi)
+				continue
+			}
+			union = append(union, [2]uint64{uint64(kids[k].lo), kids[k].hi})
+		}
+		best, found := uint64(0), false
+		for _, r := range own[i:j] {
+			cur := uint64(r.lo)
+			// The union interval that may contain cur: the last one
+			// starting at or below it.
+			x := sort.Search(len(union), func(x int) bool { return union[x][0] > cur }) - 1
+			if x >= 0 && union[x][1] > cur {
+				cur = union[x][1]
+			}
+			if cur < r.hi && (!found || cur < best) {
+				best, found = cur, true
+			}
+		}
+		if found {
+			u.nodes[n].ownLow, u.nodes[n].hasOwn = uint32(best), true
+		}
+		i = j
+	}
+}
+
 // finishFuncs indexes the function ranges loadFuncs found.
 func (u *unit) finishFuncs(ranges []frange) {
+	u.setOwnLow(ranges)
 	slices.SortStableFunc(ranges, func(a, b frange) int { return cmp.Compare(a.lo, b.lo) })
 	// The tables live as long as the File: drop the growth slack.
 	if cap(u.nodes) > len(u.nodes)+len(u.nodes)/8 {

@@ -510,3 +510,21 @@ func TestConcurrent(t *testing.T) {
 		<-done
 	}
 }
+
+// TestIvIndexUnsorted: items handed over out of address order (a line
+// program's sequences as gcc lists them: COMDAT templates above the main
+// .text first) are found as if they had been sorted.
+func TestIvIndexUnsorted(t *testing.T) {
+	type iv struct{ lo, hi uint32 }
+	items := []iv{{0x300, 0x340}, {0x100, 0x200}, {0x200, 0x280}, {0x280, 0x300}}
+	ix := newIvIndex(items, func(x *iv) (uint32, uint64) { return x.lo, uint64(x.hi) })
+	for _, a := range []uint32{0x100, 0x1ff, 0x200, 0x2a0, 0x33f} {
+		got, ok := ix.innermost(a)
+		if !ok || a < got.lo || a >= got.hi {
+			t.Errorf("0x%x: got %+v, %v", a, got, ok)
+		}
+	}
+	if _, ok := ix.innermost(0x340); ok {
+		t.Error("0x340 is past every item")
+	}
+}

@@ -3,6 +3,7 @@ package elfsym
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -19,31 +20,37 @@ type oracleCase struct {
 	name   string // subtest name
 	elf    string
 	oracle string
-	// sample: a firmware sample, held to the issue's bar of 99.5%
+	// sample: a firmware sample, held to the issue's bar of 99.9%
 	// agreement; the testdata ELFs are built to provoke the accepted
 	// differences (dead DWARF at 0, rnglistx) and are held only to having
 	// every difference explained.
 	sample bool
 }
 
+// oracleGlobs lists where the ELFs are and where gen-oracle.sh puts their
+// oracles: directory of the ELFs, oracle directory, subtest name prefix,
+// held to the sample bar.
+var oracleGlobs = []struct {
+	elfs, oracle, prefix string
+	sample               bool
+}{
+	{"testdata", "testdata/oracle", "", false},
+	{"testdata/cxx/build", "testdata/oracle/cxx", "cxx/", true},
+	{"../firmware-samples/build", "testdata/oracle/firmware-samples", "firmware-samples/", true},
+	{"../firmware-samples/capture/build", "testdata/oracle/firmware-samples/capture", "firmware-samples/capture/", true},
+	{"../firmware-samples/matrix/build", "testdata/oracle/firmware-samples/matrix", "firmware-samples/matrix/", true},
+}
+
 // oracleCases lists every testdata ELF and every firmware sample ELF with
 // the oracle file gen-oracle.sh writes for it.
 func oracleCases(t testing.TB) []oracleCase {
 	var cs []oracleCase
-	own, _ := filepath.Glob("testdata/*.elf")
-	for _, e := range own {
-		n := strings.TrimSuffix(filepath.Base(e), ".elf")
-		cs = append(cs, oracleCase{n, e, filepath.Join("testdata/oracle", n+".addr2line"), false})
-	}
-	fw, _ := filepath.Glob("../firmware-samples/build/*.elf")
-	for _, e := range fw {
-		n := strings.TrimSuffix(filepath.Base(e), ".elf")
-		cs = append(cs, oracleCase{"firmware-samples/" + n, e, filepath.Join("testdata/oracle/firmware-samples", n+".addr2line"), true})
-	}
-	capt, _ := filepath.Glob("../firmware-samples/capture/build/*.elf")
-	for _, e := range capt {
-		n := strings.TrimSuffix(filepath.Base(e), ".elf")
-		cs = append(cs, oracleCase{"firmware-samples/capture/" + n, e, filepath.Join("testdata/oracle/firmware-samples/capture", n+".addr2line"), true})
+	for _, g := range oracleGlobs {
+		elfs, _ := filepath.Glob(filepath.Join(g.elfs, "*.elf"))
+		for _, e := range elfs {
+			n := strings.TrimSuffix(filepath.Base(e), ".elf")
+			cs = append(cs, oracleCase{g.prefix + n, e, filepath.Join(g.oracle, n+".addr2line.gz"), g.sample})
+		}
 	}
 	if len(cs) == 0 {
 		t.Fatal("no ELF files found in testdata")
@@ -57,15 +64,20 @@ type oracleEntry struct {
 	text string // the lines after the address line
 }
 
-// readOracle parses a gen-oracle.sh file: comment lines (the ELF's SHA-256
-// among them), then for each address a "0x%08x" line followed by
-// addr2line's function and file:line lines.
+// readOracle parses a gen-oracle.sh file (gzip-compressed): comment lines
+// (the ELF's SHA-256 among them), then for each address a "0x%08x" line
+// followed by addr2line's function and file:line lines.
 func readOracle(path string) (sha string, ents []oracleEntry, err error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return "", nil, err
 	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return "", nil, fmt.Errorf("%s: %v", path, err)
+	}
+	sc := bufio.NewScanner(zr)
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
@@ -95,6 +107,10 @@ type acceptedDiff struct {
 	name   string
 	reason string
 	match  func(f *File, addr uint32, want, got string) bool
+	// byDesign: elfsym differs from both oracles on purpose (they use
+	// debugging information of removed code); otherwise binutils is
+	// known to be wrong and llvm-symbolizer must agree with elfsym.
+	byDesign bool
 }
 
 var acceptedDiffs = []acceptedDiff{
@@ -106,6 +122,33 @@ var acceptedDiffs = []acceptedDiff{
 			"(cortex-m.md 6.4)",
 		match: func(f *File, addr uint32, want, got string) bool {
 			return deadDWARFCovers(f, addr)
+		},
+		// llvm-symbolizer uses the removed code's sequences too.
+		byDesign: true,
+	},
+	{
+		name: "binutils-stale-after-asm",
+		reason: "binutils 2.40 answers an address just past an assembly-language function " +
+			"(memcpy, __aeabi_memset, strcmp, the _Unwind_* wrappers: units with line rows but no " +
+			"DW_TAG_subprogram) with that function's name and no line when the query before was " +
+			"inside it (stale lookup state: queried alone, addr2line prints the next function and " +
+			"its line); also inside the tail of newlib's strcmp, whose symbol size overlaps the " +
+			"next function. Matched when addr2line printed a function symbol that covers or ends " +
+			"exactly at the address, with \"??:?\" or elfsym's line (its symbol lookup cache returns a symbol " +
+			"whose size covers the address though a nearer one starts in between); llvm-symbolizer must agree with elfsym",
+		match: func(f *File, addr uint32, want, got string) bool {
+			wl := strings.Split(strings.TrimSuffix(want, "\n"), "\n")
+			gl := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+			if len(wl) != 2 || (wl[1] != "??:?" && (len(gl) != 2 || gl[1] != wl[1])) {
+				return false
+			}
+			name := wl[0]
+			for _, s := range f.syms.all.items {
+				if s.name == name && s.kind == SymFunc && s.start <= addr && uint64(s.start)+uint64(s.size) >= uint64(addr) {
+					return true
+				}
+			}
+			return false
 		},
 	},
 	{
@@ -121,6 +164,71 @@ var acceptedDiffs = []acceptedDiff{
 			return b.String() == want
 		},
 	},
+}
+
+// llvmAgrees reports whether llvm-symbolizer --output-style=GNU
+// --no-demangle -f -i printed (llvm) what elfsym's addr2line text form
+// printed (got), up to the two conventions in which the tools differ on
+// purpose: llvm-symbolizer prints an unknown line as 0 where addr2line
+// prints "?", and names a C++ function that has no DW_AT_linkage_name
+// (a lambda's operator(), a static function) by its DW_AT_name where
+// addr2line prints the (mangled) ELF symbol around the address.
+//
+// Two more name differences are conventions, not errors: of several
+// symbols at one address (aliases: __aeabi_memset and __aeabi_memset8)
+// the tools may pick different ones, and in the padding past a sized
+// function, or where no DWARF function covers the address and addr2line
+// names the nearest symbol, llvm-symbolizer prints "??" (and no file when the line table
+// has none) where addr2line (and the text form, see AppendAddr2LineAt)
+// names the function before it and its STT_FILE.
+func llvmAgrees(f *File, addr uint32, llvm, got string) bool {
+	ll := strings.Split(strings.TrimSuffix(llvm, "\n"), "\n")
+	gl := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+	if len(ll) != len(gl) || len(ll)%2 != 0 {
+		return false
+	}
+	for i := 0; i < len(ll); i += 2 {
+		ln, gn := ll[i], gl[i]
+		if ln != gn && (strings.HasPrefix(ln, "_Z") || !strings.HasPrefix(gn, "_Z")) && !aliases(f, ln, gn) && !(ln == "??" && (inGap(f, addr) || !dwarfFuncAt(f, addr))) {
+			return false
+		}
+		lf, gf := ll[i+1], gl[i+1]
+		if strings.HasSuffix(lf, ":0") {
+			lf = strings.TrimSuffix(lf, "0") + "?"
+		}
+		if lf != gf && !(lf == "??:?" && ln == "??" && inGap(f, addr)) {
+			return false
+		}
+	}
+	return true
+}
+
+// aliases reports whether a and b are the names of symbols at the same
+// address.
+func aliases(f *File, a, b string) bool {
+	x, okA := f.Symbol(a)
+	y, okB := f.Symbol(b)
+	return okA && okB && x&^1 == y&^1
+}
+
+// dwarfFuncAt reports whether a DWARF function covers addr.
+func dwarfFuncAt(f *File, addr uint32) bool {
+	found := false
+	if f.dw != nil {
+		f.dw.ranges.containing(addr, func(c *cuRange) bool {
+			u := f.dw.units[c.unit]
+			u.load(f.dw)
+			found = found || u.innermost(addr, nil) >= 0
+			return !found
+		})
+	}
+	return found
+}
+
+// inGap reports whether addr lies in the padding past a sized symbol.
+func inGap(f *File, addr uint32) bool {
+	ref, ok := f.SymbolFor(addr)
+	return ok && ref.Placement == InGap
 }
 
 // deadDWARFCovers reports whether a line sequence or function of removed
@@ -155,7 +263,7 @@ func TestAddr2LineOracle(t *testing.T) {
 			// The second oracle, for the addresses where binutils is
 			// known to be wrong (binutils-rnglistx).
 			llvm := map[uint32]string{}
-			if lsha, lents, err := readOracle(strings.TrimSuffix(c.oracle, ".addr2line") + ".llvm-symbolizer"); err == nil {
+			if lsha, lents, err := readOracle(strings.TrimSuffix(c.oracle, ".addr2line.gz") + ".llvm-symbolizer.gz"); err == nil {
 				if lsha != sha {
 					t.Fatalf("the llvm-symbolizer oracle of %s is stale (regenerate with gen-oracle.sh)", c.elf)
 				}
@@ -165,7 +273,7 @@ func TestAddr2LineOracle(t *testing.T) {
 			} else if !os.IsNotExist(err) {
 				t.Fatal(err)
 			}
-			agree, agreeLLVM := 0, 0
+			agree, agreeLLVM, designed := 0, 0, 0
 			kinds := map[string]int{}
 			var bad []string
 			for _, e := range ents {
@@ -178,10 +286,10 @@ func TestAddr2LineOracle(t *testing.T) {
 					agree++
 					continue
 				}
-				kind := ""
+				kind, byDesign := "", false
 				for _, d := range acceptedDiffs {
 					if d.match(f, e.addr, e.text, got) {
-						kind = d.name
+						kind, byDesign = d.name, d.byDesign
 						break
 					}
 				}
@@ -190,13 +298,17 @@ func TestAddr2LineOracle(t *testing.T) {
 					continue
 				}
 				kinds[kind]++
-				if kind == "binutils-rnglistx" && len(llvm) > 0 {
-					// llvm-symbolizer prints line 0 as "0",
-					// addr2line (and this text form) as "?".
-					if l, ok := llvm[e.addr]; ok && strings.ReplaceAll(l, ":0\n", ":?\n") == got {
+				if byDesign {
+					designed++
+					continue
+				}
+				if len(llvm) > 0 {
+					// Where addr2line is known to be wrong, the
+					// other oracle must agree with elfsym.
+					if l, ok := llvm[e.addr]; ok && llvmAgrees(f, e.addr, l, got) {
 						agreeLLVM++
 					} else {
-						t.Errorf("0x%08x: addr2line is known to be wrong here, and llvm-symbolizer disagrees too:\nllvm-symbolizer:\n%selfsym:\n%s", e.addr, l, got)
+						t.Errorf("0x%08x: %s: addr2line is known to be wrong here, and llvm-symbolizer disagrees too:\nllvm-symbolizer:\n%selfsym:\n%s", e.addr, kind, l, got)
 					}
 				}
 			}
@@ -208,13 +320,16 @@ func TestAddr2LineOracle(t *testing.T) {
 				ks = append(ks, fmt.Sprintf("%s=%d", k, n))
 			}
 			sort.Strings(ks)
-			// The issue's bar: at least 99.5% of all addresses agree
+			// The issue's bar: at least 99.9% of all addresses agree
 			// exactly with an independent oracle (addr2line, or
 			// llvm-symbolizer where binutils is known to be wrong), and
 			// every other one is an accepted difference.
-			opct := 100 * float64(agree+agreeLLVM) / float64(max(len(ents), 1))
-			line := fmt.Sprintf("%-44s %5d/%5d agree with addr2line (%6.2f%%), %3d more with llvm-symbolizer (%6.2f%%); accepted: %s",
-				c.name, agree, len(ents), pct, agreeLLVM, opct, strings.Join(ks, " "))
+			// The addresses where elfsym ignores removed code on
+			// purpose are left out: there both oracles name removed
+			// code (deadDWARFCovers checks each one).
+			opct := 100 * float64(agree+agreeLLVM) / float64(max(len(ents)-designed, 1))
+			line := fmt.Sprintf("%-44s %5d/%5d agree with addr2line (%6.2f%%), %4d more with llvm-symbolizer, %2d removed code: %6.2f%%; accepted: %s",
+				c.name, agree, len(ents), pct, agreeLLVM, designed, opct, strings.Join(ks, " "))
 			summary = append(summary, line)
 			t.Log(line)
 			for i, s := range bad {
@@ -224,8 +339,8 @@ func TestAddr2LineOracle(t *testing.T) {
 				}
 				t.Errorf("unexplained difference at %s", s)
 			}
-			if c.sample && opct < 99.5 {
-				t.Errorf("agreement %.2f%% is below 99.5%%", opct)
+			if c.sample && opct < 99.9 {
+				t.Errorf("agreement %.2f%% is below 99.9%%", opct)
 			}
 		})
 	}

@@ -130,12 +130,7 @@ func (f *File) appendSymbolize(dst []Location, addr uint32, skip func(*fnode) bo
 	case fn >= 0 && u.nodes[fn].linkage:
 		loc.LinkageName = u.nodes[fn].name
 	case fn >= 0:
-		// addr2line replaces a non-linkage DWARF name by the ELF symbol
-		// that starts exactly where the function does.
-		loc.LinkageName = u.nodes[fn].name
-		if haveSym && a2l.start == u.nodes[fn].firstLow {
-			loc.LinkageName = a2l.name
-		}
+		loc.LinkageName = f.a2lName(&u.nodes[fn], addr, a2l, haveSym, true)
 	case haveSym && !inGap:
 		loc.LinkageName = a2l.name
 		if !found {
@@ -152,9 +147,10 @@ func (f *File) appendSymbolize(dst []Location, addr uint32, skip func(*fnode) bo
 		n := &u.nodes[fn]
 		locs[len(locs)-1].Inlined = true
 		p := &u.nodes[n.parent]
+		pname := f.a2lName(p, addr, a2l, haveSym, false)
 		locs = append(locs, Location{
-			Function:    demangledOrRaw(p.name),
-			LinkageName: p.name,
+			Function:    demangledOrRaw(pname),
+			LinkageName: pname,
 			Symbol:      raw,
 			Offset:      off,
 			File:        lt.fileName(n.callFile),
@@ -164,6 +160,42 @@ func (f *File) appendSymbolize(dst []Location, addr uint32, skip func(*fnode) bo
 		fn = n.parent
 	}
 	return locs, err
+}
+
+// a2lName returns the name addr2line prints for function node n at addr
+// (innermost: n is the innermost level there). A linkage name (and any
+// name in a C unit) is printed as is. For a C++ function known only by
+// its DW_AT_name (lambdas, static functions, inlined wrappers), binutils
+// 2.40 asks the symbol table instead, prints the name of the symbol that
+// contains the address the first time the function is the innermost
+// level of a lookup, and from then on prints the function's cached name:
+// that symbol's name if the symbol starts where the function's first
+// range does, else the DW_AT_name; a function that was never innermost
+// keeps its DW_AT_name. The answer thus depends on the order of queries;
+// this models the queries of ascending addresses (objdump's order, the
+// oracle's), in which a function is first innermost at its ownLow.
+func (f *File) a2lName(n *fnode, addr uint32, sym sym, haveSym, innermost bool) string {
+	if n.linkage {
+		return n.name
+	}
+	lookedUp := n.hasOwn && n.ownLow < addr // innermost at a lower address
+	if innermost && !lookedUp {
+		if haveSym {
+			return sym.name // the first lookup
+		}
+		return n.name
+	}
+	if !lookedUp {
+		return n.name
+	}
+	sec := f.allocSectionAt(n.ownLow)
+	if sec == nil {
+		return n.name
+	}
+	if first, ok := f.addr2lineSymbol(n.ownLow, sec); ok && first.start == n.firstLow {
+		return first.name
+	}
+	return n.name
 }
 
 // findWithLen is find that also returns the length of the sequence used,
@@ -235,13 +267,26 @@ func AppendAddr2Line(dst []byte, locs []Location, demangle bool) []byte {
 
 // AppendAddr2LineAt appends what `addr2line -f -i` prints for addr, given
 // the locations Symbolize found for it: AppendAddr2Line, except for an
-// address in the padding past a sized function symbol where nothing else
-// is known. Symbolize returns nothing there (elfsym does not blame a
+// address in the padding past a sized function symbol. When the line table
+// covers the padding, Symbolize gives its line and no function; addr2line
+// names the symbol before it, and so does this. When nothing else is known: Symbolize returns nothing there (elfsym does not blame a
 // function for bytes outside it; SymbolFor says InGap), but addr2line
 // names the symbol with an unknown line ("f\nfile.c:?"), and this text form
 // mirrors addr2line so that tools built on its output keep working. The
 // JSON form (Describe) keeps the distinction.
 func (f *File) AppendAddr2LineAt(dst []byte, addr uint32, locs []Location, demangle bool) []byte {
+	if len(locs) == 1 && locs[0].LinkageName == "" && locs[0].Function == "" {
+		// The line table covers padding past a sized function that no
+		// DWARF function covers: addr2line names the symbol before it
+		// (with the line), and so does this text form.
+		if sec := f.allocSectionAt(addr); sec != nil {
+			if a2l, ok := f.addr2lineSymbol(addr, sec); ok {
+				l := locs[0]
+				l.LinkageName, l.Function = a2l.name, demangledOrRaw(a2l.name)
+				return AppendAddr2Line(dst, []Location{l}, demangle)
+			}
+		}
+	}
 	if len(locs) == 0 {
 		if sec := f.allocSectionAt(addr); sec != nil {
 			if a2l, ok := f.addr2lineSymbol(addr, sec); ok && a2l.size > 0 && uint64(addr) >= uint64(a2l.start)+uint64(a2l.size) {

@@ -543,7 +543,11 @@ func (f *File) addr2lineSymbol(addr uint32, sec *SectionInfo) (sym, bool) {
 // running maximum of their ends, so that the items containing an address
 // are found by a binary search plus a backwards scan that stops as soon as
 // no earlier item can reach the address. Cost: O(log n + k) per query for k
-// overlapping items.
+// overlapping items. newIvIndex sorts the items itself (stably, so items
+// with equal starts keep their order): callers may hand them over in any
+// order, e.g. the sequences of a line program in the order the program
+// lists them, which gcc does not make ascending (COMDAT template sequences
+// come before a unit's main .text one).
 type ivIndex[T any] struct {
 	items  []T
 	starts []uint32
@@ -552,6 +556,14 @@ type ivIndex[T any] struct {
 }
 
 func newIvIndex[T any](items []T, span func(*T) (uint32, uint64)) ivIndex[T] {
+	byStart := func(a, b T) int {
+		la, _ := span(&a)
+		lb, _ := span(&b)
+		return cmp.Compare(la, lb)
+	}
+	if !slices.IsSortedFunc(items, byStart) {
+		slices.SortStableFunc(items, byStart)
+	}
 	ix := ivIndex[T]{items: items, starts: make([]uint32, len(items)), maxEnd: make([]uint64, len(items))}
 	var m uint64
 	for i := range items {
