@@ -110,7 +110,14 @@ func (m *machine) syncChecks() error {
 	}
 	if mpuOn {
 		for _, r := range m.fetchDenyRanges() {
-			if err := t.WatchXN(r[0], r[1]); err != nil {
+			// From the halfword below: a 32-bit instruction there is
+			// half fetched from the range (the hook checks both
+			// halves).
+			lo := r[0]
+			if lo >= 2 {
+				lo -= 2
+			}
+			if err := t.WatchXN(lo, r[1]); err != nil {
 				return fmt.Errorf("emu: %w", err)
 			}
 		}
@@ -270,9 +277,17 @@ func (m *machine) start(pc, until uint64, timeout time.Duration) error {
 
 // exactCheckPC finds the instruction whose data access failed a C check
 // (see the package comment above) and leaves the core just before it. It
-// returns the instruction's address.
-func (m *machine) exactCheckPC(cf uc.CheckFault, timeout time.Duration) (uint32, error) {
-	blk, size := m.tr.Block()
+// returns the instruction's address and IT state.
+func (m *machine) exactCheckPC(cf uc.CheckFault, timeout time.Duration) (uint32, uint8, error) {
+	// The block that was running when the check failed: after the data
+	// hook stops the emulation the rest of that block still runs, and the
+	// next block's hook may run too (issue 13, defect 7c: a conditional
+	// store in an IT block followed by a return was then looked for in
+	// the caller's block).
+	blk, size := cf.Block, cf.BlockSize
+	if size == 0 {
+		blk, size = m.tr.Block()
+	}
 	if size == 0 {
 		size = 2
 	}
@@ -310,27 +325,29 @@ func (m *machine) exactCheckPC(cf uc.CheckFault, timeout time.Duration) (uint32,
 	}()
 	got, err := replay(0)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if got.Kind != cf.Kind || got.Addr != cf.Addr {
-		return 0, fmt.Errorf("emu: the replay failed a different check (%s at %#08x, want %s at %#08x)", checkName(got.Kind), got.Addr, checkName(cf.Kind), cf.Addr)
+		return 0, 0, fmt.Errorf("emu: the replay failed a different check (%s at %#08x, want %s at %#08x)", checkName(got.Kind), got.Addr, checkName(cf.Kind), cf.Addr)
 	}
-	k, pc := m.tr.ExactCount(), m.tr.LastPC()
+	// The count and PC when the check failed, not after the block ran on.
+	k, pc := got.Exact, got.ExactPC
 	if k == 0 {
-		return 0, fmt.Errorf("emu: the failed %s check at %#08x is outside the block %#08x+%d", checkName(cf.Kind), cf.Addr, blk, size)
+		return 0, 0, fmt.Errorf("emu: the failed %s check at %#08x is outside the block %#08x+%d", checkName(cf.Kind), cf.Addr, blk, size)
 	}
 	got, err = replay(k)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if got.Kind != uc.CheckStopped || got.PC != pc {
-		return 0, fmt.Errorf("emu: the second replay stopped at %#08x (%s), want before %#08x", got.PC, checkName(got.Kind), pc)
+		return 0, 0, fmt.Errorf("emu: the second replay stopped at %#08x (%s), want before %#08x", got.PC, checkName(got.Kind), pc)
 	}
+	it := m.tr.LastIT()
 	m.tr.ClearCheckFault()
 	if err := m.eng.RegWrite(uc.RegPC, uint64(pc)|1); err != nil {
-		return 0, fmt.Errorf("emu: %w", err)
+		return 0, 0, fmt.Errorf("emu: %w", err)
 	}
-	return pc, nil
+	return pc, it, nil
 }
 
 func checkName(kind int) string {
@@ -350,9 +367,10 @@ func checkName(kind int) string {
 // checkFault turns a failed C check into the fault the core takes.
 func (m *machine) checkFault(cf uc.CheckFault, left time.Duration) (fault, error) {
 	pc := cf.PC
+	var it uint8
 	if cf.Kind == uc.CheckMPUData || (cf.Kind == uc.CheckUnaligned && cf.PC == 0) {
 		var err error
-		if pc, err = m.exactCheckPC(cf, left); err != nil {
+		if pc, it, err = m.exactCheckPC(cf, left); err != nil {
 			return fault{}, err
 		}
 	} else {
@@ -367,12 +385,12 @@ func (m *machine) checkFault(cf uc.CheckFault, left time.Duration) (fault, error
 		return fault{exc: excMemManage, cfsr: cfsrIACCVIOL, pc: pc,
 			about: fmt.Sprintf("instruction fetch from %#08x denied by the MPU (execute-never or no access)", pc)}, nil
 	case uc.CheckMPUData:
-		return fault{exc: excMemManage, cfsr: cfsrDACCVIOL | cfsrMMARVALID, addr: cf.Addr, pc: pc,
+		return fault{exc: excMemManage, cfsr: cfsrDACCVIOL | cfsrMMARVALID, addr: cf.Addr, pc: pc, it: it,
 			about: fmt.Sprintf("MPU access violation: %d-byte %s %#08x", cf.Size, what, cf.Addr)}, nil
 	}
 	about := fmt.Sprintf("unaligned %d-byte access at %#08x with CCR.UNALIGN_TRP set", cf.Size, cf.Addr)
 	if cf.PC != 0 {
 		about = fmt.Sprintf("unaligned address %#08x for an instruction that needs %d-byte alignment (LDM/STM/LDRD/STRD/LDREX/STREX/VLDR/VSTR)", cf.Addr, cf.Size)
 	}
-	return fault{exc: excUsageFault, cfsr: cfsrUNALIGNED, pc: pc, about: about}, nil
+	return fault{exc: excUsageFault, cfsr: cfsrUNALIGNED, pc: pc, it: it, about: about}, nil
 }

@@ -11,6 +11,7 @@ import (
 const (
 	xpsrT       = 1 << 24
 	xpsrAlign   = 1 << 9 // stacked xPSR: SP was realigned on entry
+	xpsrITMask  = 3<<25 | 0x3f<<10
 	controlPriv = 1 << 0 // nPRIV
 	controlSP   = 1 << 1 // SPSEL
 	controlFPCA = 1 << 2
@@ -180,6 +181,12 @@ func (m *machine) enterException(exc int, ret uint32) (*entryFault, error) {
 		size = frameExtended
 	}
 	stacked := xpsr &^ xpsrAlign
+	if m.faultITSet {
+		// A synchronous fault: the IT bits of the faulting instruction
+		// (IT[1:0] in bits 26:25, IT[7:2] in bits 15:10), so that the
+		// return re-executes it under its condition (B1.5.6).
+		stacked = stacked&^xpsrITMask | uint32(m.faultIT&3)<<25 | uint32(m.faultIT&0xfc)<<8
+	}
 	frame := sp - size
 	if sp&4 != 0 { // CCR.STKALIGN is 1 (B3.2.8)
 		frame &^= 7

@@ -30,6 +30,11 @@ var testSetup func(*machine) error
 
 // machine is one run: the engine, the models and the run state.
 type machine struct {
+	// faultIT is the IT state of the faulting instruction while takeFault
+	// enters the exception (faultITSet): enterException stacks it.
+	faultIT    uint8
+	faultITSet bool
+
 	cfg     Config
 	img     *image
 	cpu     cpuInfo
@@ -506,17 +511,17 @@ func (m *machine) restoreCheckpoint() error {
 // Config.IRQs) repeat identically: they depend only on the instruction
 // count and the guest's own accesses. The replay ends in the same state,
 // now with the exact PC.
-func (m *machine) exactFaultPC(want uc.Error, timeout time.Duration) (uint32, error) {
+func (m *machine) exactFaultPC(want uc.Error, timeout time.Duration) (uint32, uint8, error) {
 	insns := m.tr.Insns()
 	blk, size := m.tr.Block()
 	if size == 0 {
 		size = 2
 	}
 	if err := m.restoreCheckpoint(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if err := m.tr.SetExactPC(true, blk, blk+size-1); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer m.tr.SetExactPC(false, 0, 0)
 	m.tr.SetBudget(0)
@@ -530,22 +535,26 @@ func (m *machine) exactFaultPC(want uc.Error, timeout time.Duration) (uint32, er
 	}
 	err := m.start(m.cp.pc, until, timeout)
 	if m.hookErr != nil {
-		return 0, m.hookErr
+		return 0, 0, m.hookErr
 	}
 	if !errors.Is(err, want) {
-		return 0, fmt.Errorf("emu: replaying the last %d instructions to find the faulting PC did not repeat the fault (%v, want %v)", insns-m.cp.tr.Insns, err, want)
+		return 0, 0, fmt.Errorf("emu: replaying the last %d instructions to find the faulting PC did not repeat the fault (%v, want %v)", insns-m.cp.tr.Insns, err, want)
 	}
 	pc, err := m.eng.RegRead(uc.RegPC)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if uint32(pc) < blk || uint32(pc) >= blk+size {
 		pc = uint64(m.tr.LastPC())
 	}
-	if err := m.eng.RegWrite(uc.RegPC, pc|1); err != nil {
-		return 0, err
+	var it uint8
+	if uint32(pc)&^1 == m.tr.LastPC() {
+		it = m.tr.LastIT()
 	}
-	return uint32(pc) &^ 1, nil
+	if err := m.eng.RegWrite(uc.RegPC, pc|1); err != nil {
+		return 0, 0, err
+	}
+	return uint32(pc) &^ 1, it, nil
 }
 
 // run executes chunk after chunk until a fault, a bound, or ctx ends.
@@ -660,6 +669,10 @@ type fault struct {
 	addr  uint32 // MMFAR/BFAR when cfsr has MMARVALID/BFARVALID
 	pc    uint32 // the return address to stack
 	armPC bool   // EPSR.T was clear (INVSTATE): keep it clear in the frame
+	// it is the IT state (ITSTATE) of the faulting instruction, stacked in
+	// the xPSR's IT bits; Unicorn's own copy is only current at block
+	// boundaries, so a fault inside an IT block needs it (defect 7c).
+	it    uint8
 	about string
 }
 
@@ -710,7 +723,7 @@ func (m *machine) classify(startErr error, left time.Duration) (fault, bool, err
 		return fault{exc: excBusFault, cfsr: cfsrIBUSERR, pc: pc, about: fmt.Sprintf("instruction fetch from %#08x failed (%v)", pc, ue)}, true, nil
 	case uc.ErrReadUnmapped, uc.ErrWriteUnmapped, uc.ErrReadProt, uc.ErrWriteProt:
 		inv := m.invalid
-		pc, err := m.exactFaultPC(ue, left)
+		pc, it, err := m.exactFaultPC(ue, left)
 		if err != nil {
 			return fault{}, false, err
 		}
@@ -726,21 +739,21 @@ func (m *machine) classify(startErr error, left time.Duration) (fault, bool, err
 			kind = mpuWrite
 		}
 		if m.mpuDenied(inv.addr, kind) {
-			return fault{exc: excMemManage, cfsr: cfsrDACCVIOL | cfsrMMARVALID, addr: inv.addr, pc: pc,
+			return fault{exc: excMemManage, cfsr: cfsrDACCVIOL | cfsrMMARVALID, addr: inv.addr, pc: pc, it: it,
 				about: fmt.Sprintf("MPU access violation: %d-byte %s %#08x", inv.size, what, inv.addr)}, true, nil
 		}
 		if ue == uc.ErrWriteUnmapped && m.cfg.ImpreciseStores {
 			f, err := m.impreciseStore(pc, inv, left)
 			return f, err == nil, err
 		}
-		return fault{exc: excBusFault, cfsr: cfsrPRECISERR | cfsrBFARVALID, addr: inv.addr, pc: pc,
+		return fault{exc: excBusFault, cfsr: cfsrPRECISERR | cfsrBFARVALID, addr: inv.addr, pc: pc, it: it,
 			about: fmt.Sprintf("precise data bus error: %d-byte %s %#08x (%v)", inv.size, what, inv.addr, ue)}, true, nil
 	case uc.ErrReadUnaligned, uc.ErrWriteUnaligned:
-		pc, err := m.exactFaultPC(ue, left)
+		pc, it, err := m.exactFaultPC(ue, left)
 		if err != nil {
 			return fault{}, false, err
 		}
-		return fault{exc: excUsageFault, cfsr: cfsrUNALIGNED, pc: pc, about: "unaligned access"}, true, nil
+		return fault{exc: excUsageFault, cfsr: cfsrUNALIGNED, pc: pc, it: it, about: "unaligned access"}, true, nil
 	case uc.ErrInsnInvalid:
 		pc := m.reg(uc.RegPC)
 		xpsr := m.reg(uc.RegXPSR)
@@ -843,7 +856,15 @@ func (m *machine) takeFault(f fault) (*Result, error) {
 	if err := m.eng.RegWrite(uc.RegPC, uint64(f.pc)|thumb); err != nil {
 		return nil, fmt.Errorf("emu: %w", err)
 	}
+	if f.cfsr&(cfsrIACCVIOL|cfsrIBUSERR|cfsrINVSTATE) != 0 {
+		// A call to an address that cannot be executed: the call
+		// happened (LR holds its return address), its target's block
+		// never started (issue 13, defect 7a).
+		m.tr.SettleFetch(f.pc)
+	}
+	m.faultIT, m.faultITSet = f.it, true
 	ef, err := m.enterException(target, f.pc)
+	m.faultITSet = false
 	if err != nil {
 		return nil, err
 	}

@@ -162,6 +162,11 @@ static void record(fl_tracker *t, int what, uint32_t addr, uint32_t size, int wr
 	t->chk_size = size;
 	t->chk_write = write;
 	t->chk_pc = pc;
+	t->chk_blk = t->cur_addr;
+	t->chk_blk_size = t->cur_size;
+	t->chk_exact = t->exact_insns;
+	t->chk_last_pc = t->last_pc;
+	t->chk_it = t->last_it;
 	uc_emu_stop(t->uc);
 }
 
@@ -186,10 +191,14 @@ static void mem_hook(uc_engine *uc, uc_mem_type type, uint64_t addr64, int size,
 	}
 }
 
-// xn_hook runs before each instruction in an XN (or no-access) range.
+// xn_hook runs before each instruction in an XN (or no-access) range, and
+// before an instruction that starts in the halfword just below one: a
+// 32-bit instruction whose second halfword is in the range is fetched from
+// it, and faults at its own address.
 static void xn_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud) {
 	fl_tracker *t = ud;
-	if (t->chk_fault == FL_CHK_NONE && fl_mpu_denied(t, (uint32_t)addr, K_FETCH, -1)) {
+	if (t->chk_fault == FL_CHK_NONE && (fl_mpu_denied(t, (uint32_t)addr, K_FETCH, -1) ||
+	                                    (size == 4 && fl_mpu_denied(t, (uint32_t)addr + 2, K_FETCH, -1)))) {
 		record(t, FL_CHK_MPU_FETCH, (uint32_t)addr, size, 0, (uint32_t)addr);
 	}
 }

@@ -72,6 +72,7 @@ func (t *Tracker) SetEventHandler(fn func(addr uint32) bool)   {}
 func (t *Tracker) SetEvent(on bool)                            {}
 func (t *Tracker) SetEventAt(n uint64)                         {}
 func (t *Tracker) LastPC() uint32                              { return 0 }
+func (t *Tracker) LastIT() uint8                               { return 0 }
 func (t *Tracker) WatchDivide(addr uint32) error               { return ErrUnavailable }
 func (t *Tracker) SetDivideTrap(on bool)                       {}
 func (t *Tracker) DivideFault() (pc uint32, ok bool)           { return 0, false }
@@ -82,7 +83,10 @@ func (t *Tracker) Save(s *TrackerState)                        {}
 func (t *Tracker) Restore(s *TrackerState)                     {}
 
 func (t *Tracker) PushException(exc int, pc, sp, isp uint32, psp bool) {}
-func (t *Tracker) SetFunctions(starts, ends []uint32) error            { return ErrUnavailable }
+
+// SettleFetch is a no-op without cgo.
+func (t *Tracker) SettleFetch(pc uint32)                    {}
+func (t *Tracker) SetFunctions(starts, ends []uint32) error { return ErrUnavailable }
 func (t *Tracker) Prune(calls []ShadowFrame, pc, sp uint32, psp bool) int {
 	return len(calls)
 }
@@ -105,6 +109,11 @@ type CheckFault struct {
 	Size  int
 	Write bool
 	PC    uint32
+
+	Block, BlockSize uint32
+	Exact            uint64
+	ExactPC          uint32
+	IT               uint8
 }
 
 func (t *Tracker) SetMemHook(on bool) error { return ErrUnavailable }

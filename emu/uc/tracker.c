@@ -231,9 +231,44 @@ static void block_hook(uc_engine *uc, uint64_t addr64, uint32_t size, void *ud) 
 	}
 }
 
+// it_state returns the ITSTATE of the instruction at pc (ARMv7-M ARM A7.3.3,
+// ITAdvance): at the start of the hooked range it is the core's (synced at
+// block boundaries: XPSR IT[1:0] in bits 26:25, IT[7:2] in bits 15:10);
+// after an instruction the hook saw, the IT instruction's firstcond:mask or
+// the previous state advanced. It also computes the state of the
+// instruction after pc.
+static uint32_t it_state(fl_tracker *t, uint32_t pc) {
+	uint32_t it = 0;
+	if (t->it_next_valid && pc == t->it_next_pc) {
+		it = t->it_next;
+	} else {
+		uint32_t xpsr = 0;
+		uc_reg_read(t->uc, UC_ARM_REG_XPSR, &xpsr);
+		it = ((xpsr >> 8) & 0xfc) | ((xpsr >> 25) & 3);
+	}
+	uint8_t insn[2];
+	uint32_t len = 2, next = 0;
+	if (uc_mem_read(t->uc, pc, insn, 2) == UC_ERR_OK) {
+		uint16_t hw = (uint16_t)(insn[0] | insn[1] << 8);
+		if ((hw >> 11) >= 0x1d) {
+			len = 4;
+		}
+		if ((hw & 0xff00) == 0xbf00 && (hw & 0xf) != 0 && it == 0) {
+			next = hw & 0xff; // IT: firstcond, mask
+		} else if ((it & 7) != 0) {
+			next = (it & 0xe0) | ((it << 1) & 0x1f);
+		}
+	}
+	t->it_next = next;
+	t->it_next_pc = pc + len;
+	t->it_next_valid = 1;
+	return it;
+}
+
 static void exact_hook(uc_engine *uc, uint64_t addr, uint32_t size, void *ud) {
 	fl_tracker *t = ud;
 	t->last_pc = (uint32_t)addr;
+	t->last_it = it_state(t, (uint32_t)addr);
 	t->exact_insns++;
 	if (t->stop_at != 0 && t->exact_insns == t->stop_at) {
 		// A code hook that stops the emulation runs before its
@@ -374,6 +409,8 @@ uc_err fl_tracker_exact(fl_tracker *t, int on, uint64_t begin, uint64_t end) {
 		if (err == UC_ERR_OK) {
 			t->exact_on = 1;
 			t->exact_insns = 0;
+			t->it_next_valid = 0;
+			t->last_it = 0;
 			t->exact_begin = begin;
 			t->exact_end = end;
 			err = uc_ctl(t->uc, UC_CTL_WRITE(UC_CTL_TB_REMOVE_CACHE, 2), begin, end + 1);
@@ -423,6 +460,24 @@ void fl_tracker_push_exception(fl_tracker *t, uint32_t exc, uint32_t pc, uint32_
 	f->isp = isp;
 	t->skip_valid = 0;
 	t->base = t->depth;
+}
+
+// fl_tracker_settle_fetch records the call whose target could not be
+// fetched. A BL/BLX to an unmapped or execute-never address faults before
+// any block starts at the target, so the block hook never saw the call
+// happen; on silicon the call is complete (LR holds the return address) and
+// the exception frame's PC is the target. If the last block ended with a
+// call and the fault is at an address other than its fall-through (and no
+// block has started there), the call is recorded as the block hook would
+// have at the target.
+void fl_tracker_settle_fetch(fl_tracker *t, uint32_t pc) {
+	pc &= ~1u;
+	if (!t->shadow || !t->prev_call || pc == t->prev_end || pc == t->cur_addr) {
+		return;
+	}
+	shadow_step(t, pc);
+	t->prev_call = 0;
+	t->prev_end = pc;
 }
 
 // fl_tracker_pop_exception drops the newest exception level (its calls and

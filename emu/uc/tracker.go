@@ -118,6 +118,12 @@ func (t *Tracker) SetExactPC(on bool, begin, end uint32) error {
 // LastPC returns the address of the last instruction the exact-PC hook saw.
 func (t *Tracker) LastPC() uint32 { return uint32(t.p.last_pc) }
 
+// LastIT returns the IT state (ITSTATE, ARMv7-M ARM A7.3.3) of the
+// instruction at LastPC: non-zero inside an IT block. Unicorn's own copy
+// (the IT bits of XPSR) is only updated at block boundaries, so an
+// exception taken at an instruction inside an IT block must stack this one.
+func (t *Tracker) LastIT() uint8 { return uint8(t.p.last_it) }
+
 // WatchDivide installs the C divide-by-zero check on the SDIV/UDIV at addr.
 // The check fires only while SetDivideTrap(true).
 func (t *Tracker) WatchDivide(addr uint32) error {
@@ -174,6 +180,15 @@ func (t *Tracker) Dropped() uint64 { return uint64(t.p.dropped) }
 // the handler stack above it and returns never pop past it.
 func (t *Tracker) PushException(exc int, pc, sp, isp uint32, psp bool) {
 	C.fl_tracker_push_exception(t.p, C.uint32_t(exc), C.uint32_t(pc), C.uint32_t(sp), C.uint32_t(isp), C.int(b2u(psp)))
+}
+
+// SettleFetch records a call made by the last block whose target pc could
+// not be fetched (an unmapped or execute-never address): the block hook
+// never ran at the target, so the call would be missing from the shadow
+// stack. Call it before taking the fetch fault; it does nothing unless the
+// last block ended with a call to somewhere other than pc's fall-through.
+func (t *Tracker) SettleFetch(pc uint32) {
+	C.fl_tracker_settle_fetch(t.p, C.uint32_t(pc))
 }
 
 // SetFunctions gives the tracker the function ranges [starts[i], ends[i])
@@ -402,6 +417,13 @@ type CheckFault struct {
 	// PC is the instruction's address when a code hook found it (0 when
 	// the data hook did: the harness replays to find it).
 	PC uint32
+	// Block and BlockSize are the block that was running when the check
+	// failed; Exact, ExactPC and IT the exact-PC hook's count, last
+	// instruction and its IT state then (while that hook is on).
+	Block, BlockSize uint32
+	Exact            uint64
+	ExactPC          uint32
+	IT               uint8
 }
 
 // CheckFault returns the failed check of the last run, if any.
@@ -410,7 +432,9 @@ func (t *Tracker) CheckFault() (CheckFault, bool) {
 		return CheckFault{}, false
 	}
 	return CheckFault{Kind: int(t.p.chk_fault), Addr: uint32(t.p.chk_addr), Size: int(t.p.chk_size),
-		Write: t.p.chk_write != 0, PC: uint32(t.p.chk_pc)}, true
+		Write: t.p.chk_write != 0, PC: uint32(t.p.chk_pc),
+		Block: uint32(t.p.chk_blk), BlockSize: uint32(t.p.chk_blk_size),
+		Exact: uint64(t.p.chk_exact), ExactPC: uint32(t.p.chk_last_pc), IT: uint8(t.p.chk_it)}, true
 }
 
 // ClearCheckFault forgets the failed check.

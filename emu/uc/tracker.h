@@ -63,6 +63,11 @@ typedef struct fl_tracker {
 
 	uint32_t last_pc;      // exact-PC hook: address of the last instruction
 	uint64_t exact_insns;  // exact-PC hook: instructions seen
+	// exact-PC hook: the IT state (ITSTATE, A7.3.3) of the instruction at
+	// last_pc, and the one the next instruction gets if it follows it
+	// (it_next_pc); the core's copy is stale in a hook (docs/unicorn.md).
+	uint32_t last_it, it_next, it_next_pc;
+	int it_next_valid;
 
 	int div_trap;          // CCR.DIV_0_TRP
 	int div_fault;         // a divide by zero was caught
@@ -97,6 +102,13 @@ typedef struct fl_tracker {
 	int neg_prio;          // an exception with negative priority is active
 	int chk_fault;         // FL_CHK_*
 	uint32_t chk_addr, chk_size, chk_write, chk_pc;
+	// Snapshot when a check failed: the block then running and, while
+	// the exact-PC hook is on, its count, last PC and IT state. The
+	// emulation stops at the next block boundary only (the rest of the
+	// block still runs, and the next block hook may run), so the live
+	// values move on.
+	uint32_t chk_blk, chk_blk_size, chk_last_pc, chk_it;
+	uint64_t chk_exact;
 	uint64_t stop_at;      // exact-PC hook: stop before its stop_at-th instruction (0: never)
 
 	// Heap watching (heapwatch.h), NULL when off.
@@ -124,6 +136,7 @@ int64_t fl_func_index(const fl_tracker *t, uint32_t addr);
 uint32_t fl_prune(const fl_tracker *t, const fl_frame *s, uint32_t base, uint32_t depth,
                   uint32_t pc, uint32_t sp, uint32_t psp);
 int fl_tracker_pop_exception(fl_tracker *t);
+void fl_tracker_settle_fetch(fl_tracker *t, uint32_t pc);
 void fl_tracker_set_stack(fl_tracker *t, const fl_frame *frames, uint32_t n, uint32_t base);
 uc_err fl_tracker_mem_hook(fl_tracker *t, int on);
 uc_err fl_tracker_watch_xn(fl_tracker *t, uint32_t begin, uint32_t end);
