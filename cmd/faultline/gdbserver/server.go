@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"time"
 )
 
@@ -16,6 +17,7 @@ const (
 	DefaultMaxBadPackets = 16
 	DefaultIdleTimeout   = 30 * time.Minute
 	DefaultWriteTimeout  = 30 * time.Second
+	DefaultMaxSessions   = 16
 	minPacket            = 512 // the smallest MaxPacket: a g reply with FP registers (448 hex digits) must fit
 )
 
@@ -42,6 +44,9 @@ type Config struct {
 	// WriteTimeout ends a session when the client does not take a reply
 	// within it. Default 30 seconds; negative: no limit.
 	WriteTimeout time.Duration
+	// MaxSessions bounds the sessions Serve runs at once (each has its
+	// own idle timeout). Default 16.
+	MaxSessions int
 	// Logf receives diagnostics (sessions starting and ending, bad
 	// packets). Nil: none. It is never passed protocol data to print on
 	// the protocol stream.
@@ -62,8 +67,20 @@ func (c Config) withDefaults() Config {
 	if c.WriteTimeout == 0 {
 		c.WriteTimeout = DefaultWriteTimeout
 	}
+	if c.MaxSessions <= 0 {
+		c.MaxSessions = DefaultMaxSessions
+	}
 	if c.Logf == nil {
 		c.Logf = func(string, ...any) {}
+	} else {
+		// Sessions run at once: their messages must not interleave.
+		var mu sync.Mutex
+		logf := c.Logf
+		c.Logf = func(format string, args ...any) {
+			mu.Lock()
+			defer mu.Unlock()
+			logf(format, args...)
+		}
 	}
 	return c
 }
@@ -79,30 +96,52 @@ func NewServer(t *Target, cfg Config) *Server {
 	return &Server{target: t, cfg: cfg.withDefaults()}
 }
 
-// Serve accepts connections on l and serves them one after another: a
-// second client waits in the listen backlog until the first one's session
-// ends. It returns nil when ctx is done (closing l), after sessions
-// sessions when sessions > 0, and the error otherwise when Accept fails.
-// A session that fails is logged and does not stop the server.
+// Serve accepts connections on l and serves each in a session of its
+// own, at the same time: a client that connects and then says nothing
+// holds only its own session (until its idle timeout), never another
+// one's. At most Config.MaxSessions sessions run at once; further clients
+// wait in the listen backlog until one ends. Serve returns nil when ctx is
+// done (closing l and ending every session), after sessions sessions when
+// sessions > 0 (once they have all ended), and the error otherwise when
+// Accept fails. A session that fails is logged and does not stop the
+// server.
 func (s *Server) Serve(ctx context.Context, l net.Listener, sessions int) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	stop := context.AfterFunc(ctx, func() { l.Close() })
 	defer stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	slots := make(chan struct{}, s.cfg.MaxSessions)
 	for n := 0; sessions <= 0 || n < sessions; n++ {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil
+		}
 		c, err := l.Accept()
 		if err != nil {
+			<-slots
 			if ctx.Err() != nil {
 				return nil
 			}
+			cancel()
 			return fmt.Errorf("gdbserver: %w", err)
 		}
-		s.cfg.Logf("session %d: %s connected", n+1, c.RemoteAddr())
-		err = s.ServeConn(ctx, c)
-		c.Close()
-		if err != nil {
-			s.cfg.Logf("session %d: ended: %v", n+1, err)
-		} else {
-			s.cfg.Logf("session %d: ended", n+1)
-		}
+		id := n + 1
+		s.cfg.Logf("session %d: %s connected", id, c.RemoteAddr())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			err := s.ServeConn(ctx, c)
+			c.Close()
+			if err != nil {
+				s.cfg.Logf("session %d: ended: %v", id, err)
+			} else {
+				s.cfg.Logf("session %d: ended", id)
+			}
+		}()
 	}
 	return nil
 }
