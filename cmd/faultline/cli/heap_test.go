@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -146,5 +147,43 @@ func TestHeapTextAndHTML(t *testing.T) {
 	_, stderr, code = run(t, "", "heap", "--elf", elf, "--alloc", "no_such_alloc", "--free", "free")
 	if code != ExitInput || !strings.Contains(stderr, `no function "no_such_alloc"`) {
 		t.Errorf("--alloc of a missing function: exit %d, %s", code, stderr)
+	}
+}
+
+// TestHeapRegress: regress checks expect.heap, passing on the committed
+// spec and failing, with the sites named, when a leak or an error exceeds
+// the bounds.
+func TestHeapRegress(t *testing.T) {
+	skipWithoutEmulator(t)
+	stdout, stderr, code := run(t, "", "regress", filepath.Join(repo, "firmware-samples/heap/regress.json"))
+	if code != 0 {
+		t.Fatalf("regress heap spec: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	elf, err := filepath.Abs(filepath.Join(repo, "firmware-samples/heap/build/heap-c.elf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := filepath.Join(t.TempDir(), "bad.json")
+	if err := os.WriteFile(spec, []byte(`{"schema": "faultline.regress/1", "name": "bad", "scenarios": [
+	 {"name": "leaks", "elf": "`+elf+`", "trigger": {"set": ["heap_scenario=1"]},
+	  "expect": {"heap": {"leaked_bytes": 0, "sites": [{"function": "leak_packets", "max_bytes": 100}]}}},
+	 {"name": "uaf", "elf": "`+elf+`", "trigger": {"set": ["heap_scenario=4"]}, "expect": {"heap": {}}}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code = run(t, "", "regress", spec)
+	stdout += stderr
+	if code != 1 {
+		t.Fatalf("regress bad spec: exit %d, want 1\n%s", code, stdout)
+	}
+	for _, want := range []string{
+		"164 bytes still allocated at the end (in 4 blocks), expected at most 0",
+		"144 bytes allocated from leak_packets still live at the end, expected at most 100",
+		"make_packet < leak_packets < main",
+		"1 heap errors (first: use-after-free), expected at most 0",
+		"faultline heap --elf",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("regress output lacks %q:\n%s", want, stdout)
+		}
 	}
 }

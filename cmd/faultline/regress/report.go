@@ -70,6 +70,16 @@ func reproduce(sc *Scenario, unwinder, stream string) []string {
 	if unwinder != "auto" {
 		analyze = append(analyze, "--unwinder", unwinder)
 	}
+	if h := sc.Expect.Heap; h != nil {
+		hp := append([]string{"faultline", "heap", "--elf", sc.ELFPath}, trigger(sc).Args()...)
+		if h.Alloc != "" {
+			hp = append(hp, "--alloc", h.Alloc, "--free", h.Free)
+		}
+		if sc.Expect.Fault == nil && len(sc.Frames) == 0 {
+			return []string{shellJoin(hp)}
+		}
+		return []string{shellJoin(hp), shellJoin(emulate), shellJoin(append(analyze, "crash.json"))}
+	}
 	if !sc.Handler.Check {
 		return []string{shellJoin(emulate), shellJoin(append(analyze, "crash.json"))}
 	}

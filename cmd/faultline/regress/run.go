@@ -13,6 +13,7 @@ import (
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/emu"
+	"github.com/faultline-dev/faultline/emu/heap"
 	"github.com/faultline-dev/faultline/emu/uc"
 	"github.com/faultline-dev/faultline/unwinders"
 )
@@ -251,8 +252,21 @@ func (r *runner) check(ctx context.Context, sc *Scenario, res *Result) {
 	if sc.Handler.Check {
 		cfg.Stdout, cfg.Stderr = &stdout, &stderr
 	}
+	var hp *heap.Tracker
+	if sc.Expect.Heap != nil {
+		hp = heapProbe(sc.Expect.Heap)
+		cfg.Probe = hp
+	}
 	er, err := emu.Run(ctx, cfg)
 	var nf *emu.NoFaultError
+	if hp != nil && (err == nil || errors.As(err, &nf)) {
+		if !r.checkHeap(sc, res, hp) {
+			return
+		}
+		if nf != nil && sc.Expect.Fault == nil && len(sc.Frames) == 0 {
+			return // a heap check of a run that ends without a fault
+		}
+	}
 	switch {
 	case errors.As(err, &nf):
 		fail("no-fault", fmt.Errorf("the firmware did not fault: %s (after %d instructions, pc=0x%08x)", nf.Reason, nf.Insns, nf.PC))
@@ -318,6 +332,24 @@ func (r *runner) check(ctx context.Context, sc *Scenario, res *Result) {
 	}
 	dframes := framesOf(drep, startsAtHandler(drep, rep))
 	res.Problems = append(res.Problems, compareHandler(all, dframes, rep.Fault, drep.Fault, dev, er.Handler)...)
+}
+
+// checkHeap compares the heap at the end of the run with expect.heap. It
+// returns false when the check could not be made (res.Err is set).
+func (r *runner) checkHeap(sc *Scenario, res *Result, hp *heap.Tracker) bool {
+	rep, err := hp.Report()
+	if err != nil {
+		res.ErrKind, res.Err = "emulator", err
+		return false
+	}
+	f, err := elfsym.Open(sc.ELFPath)
+	if err != nil {
+		res.ErrKind, res.Err = "analysis", err
+		return false
+	}
+	defer f.Close()
+	res.Problems = append(res.Problems, compareHeap(sc.Expect.Heap, rep, f)...)
+	return true
 }
 
 // deviceDump decodes what the crash handler wrote over semihosting.

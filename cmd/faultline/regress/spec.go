@@ -100,6 +100,34 @@ type Expect struct {
 	RawFrames []json.RawMessage `json:"frames,omitempty"`
 	// Match is MatchPrefix (default) or MatchExact.
 	Match string `json:"match,omitempty"`
+	// Heap runs the scenario with the allocator hooked (faultline heap)
+	// and checks what is live when the run ends; the run then need not
+	// fault.
+	Heap *HeapExpect `json:"heap,omitempty"`
+}
+
+// HeapExpect bounds the heap at the end of a run. Every field is optional.
+type HeapExpect struct {
+	// LeakedBytes and LeakedBlocks bound what is still allocated when the
+	// run ends (0: no leak at all).
+	LeakedBytes  *uint64 `json:"leaked_bytes,omitempty"`
+	LeakedBlocks *int    `json:"leaked_blocks,omitempty"`
+	// Errors bounds the heap errors (double free, invalid free, use after
+	// free, overflow); 0 by default when the heap is checked.
+	Errors *int `json:"errors,omitempty"`
+	// Sites bound the bytes live at the end per allocation site: the
+	// blocks whose allocation stack has a frame in Function.
+	Sites []HeapSiteExpect `json:"sites,omitempty"`
+	// Alloc and Free name a custom allocator pair (faultline heap --alloc
+	// --free); empty: the allocators faultline knows.
+	Alloc string `json:"alloc,omitempty"`
+	Free  string `json:"free,omitempty"`
+}
+
+// HeapSiteExpect bounds one allocation site.
+type HeapSiteExpect struct {
+	Function string `json:"function"`
+	MaxBytes uint64 `json:"max_bytes"`
 }
 
 // FaultExpect is the expected fault. Every field is optional.
@@ -439,8 +467,21 @@ func (p *parser) check(s *Spec, exists func(string) error) error {
 		if sc.Handler.Output != "" && !sc.Handler.Check {
 			return bad(field("handler"), "\"output\" without \"check\": true")
 		}
-		if sc.Expect.Fault == nil && len(sc.Frames) == 0 && !sc.Handler.Check {
-			return bad(where, "nothing to check: give expect.fault, expect.frames or handler.check")
+		if sc.Expect.Fault == nil && len(sc.Frames) == 0 && !sc.Handler.Check && sc.Expect.Heap == nil {
+			return bad(where, "nothing to check: give expect.fault, expect.frames, expect.heap or handler.check")
+		}
+		if h := sc.Expect.Heap; h != nil {
+			if (h.Alloc == "") != (h.Free == "") {
+				return bad(field("expect.heap"), "\"alloc\" and \"free\" go together")
+			}
+			for i, st := range h.Sites {
+				if st.Function == "" {
+					return bad(field(fmt.Sprintf("expect.heap.sites[%d]", i)), "\"function\" is required")
+				}
+			}
+			if sc.Handler.Check {
+				return bad(field("expect.heap"), "cannot be combined with handler.check")
+			}
 		}
 	}
 	return nil
