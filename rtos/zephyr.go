@@ -45,7 +45,7 @@ import (
 const (
 	maxZephyrThreads  = 256
 	maxZephyrNameLen  = 64
-	maxZephyrStack    = 1 << 20 // stack bytes scanned for the high-water mark
+	maxZephyrStack    = 256 << 10 // stack bytes scanned for the high-water mark
 	maxZephyrOffsets  = 64
 	zephyrStackFill   = 0xaa
 	zephyrUnimplement = 0xffffffff
@@ -351,20 +351,30 @@ func (z *zreader) stack(t *Thread) {
 		return
 	}
 	t.Stack.Start, t.Stack.End = start, start+size
-	n := min(size, maxZephyrStack)
-	buf := make([]byte, n)
-	if err := z.mem.Read(start, buf); err != nil {
-		return
+	// Count the fill bytes from the bottom, a chunk at a time: the scan
+	// stops at the first used byte, and at maxZephyrStack.
+	var chunk [256]byte
+	hw := uint32(0)
+	for hw < size && hw < maxZephyrStack {
+		n := min(uint32(len(chunk)), size-hw)
+		if err := z.mem.Read(start+hw, chunk[:n]); err != nil {
+			return // the stack is not (all) in the dump: unknown
+		}
+		i := uint32(0)
+		for i < n && chunk[i] == zephyrStackFill {
+			i++
+		}
+		hw += i
+		if i < n {
+			break
+		}
 	}
-	hw := 0
-	for hw < len(buf) && buf[hw] == zephyrStackFill {
-		hw++
+	if hw >= maxZephyrStack && hw < size {
+		return // too large to scan: unknown
 	}
-	if uint32(hw) < size || size <= maxZephyrStack {
-		t.Stack.HighWaterBytes = hw
-	}
-	if hw == 0 && buf[0] != zephyrStackFill {
-		t.Diagnosis = append(t.Diagnosis, "no unused stack left: the lowest stack word is no longer the 0xaa fill (stack full or overflowed)")
+	t.Stack.HighWaterBytes = int(hw)
+	if hw == 0 {
+		t.Diagnosis = append(t.Diagnosis, "no unused stack left: the lowest stack byte is no longer the 0xaa fill (stack full or overflowed)")
 	}
 }
 

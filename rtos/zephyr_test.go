@@ -234,3 +234,104 @@ func TestZephyrCoredump(t *testing.T) {
 		})
 	}
 }
+
+// TestZephyrDefaultLayout: the documented default layout is the one the
+// debug types give for the M3 builds (gcc and clang).
+func TestZephyrDefaultLayout(t *testing.T) {
+	for _, build := range []string{"gcc-m3-O2", "clang-m3-O2", "gcc-m3-O0"} {
+		elf, err := elfsym.Open(filepath.Join("..", "firmware-samples", "rtos-zephyr", "build", build+".elf"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := zephyrDWARFLayout(NewTypes(elf.DWARF()))
+		elf.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		def := zephyrDefaultLayout()
+		l.source = def.source
+		if l != def {
+			t.Errorf("%s: debug types give\n%+v\nthe default layout is\n%+v", build, l, def)
+		}
+	}
+}
+
+// TestZephyrStripped: without debug information discovery reads the
+// offsets table; without the table too, the default layout (with a
+// warning). Names, priorities and every switched-out thread's registers
+// must still match the oracle.
+func TestZephyrStripped(t *testing.T) {
+	o := loadZephyrOracle(t, "gcc-m3-O2")
+	for _, tc := range []struct{ elf, source, warning string }{
+		{"gcc-m3-O2-nodebug", "thread info offsets", ""},
+		{"gcc-m3-O2-nodebug-notable", "default layout", "using the default layout"},
+	} {
+		for _, dump := range []string{"gcc-m3-O2.json", "gcc-m3-O2.zephyr.log"} {
+			t.Run(tc.elf+"/"+dump, func(t *testing.T) {
+				elfPath := filepath.Join("..", "firmware-samples", "rtos-zephyr", "build", tc.elf+".elf")
+				elf, err := elfsym.Open(elfPath)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer elf.Close()
+				d, err := crashdump.Load(filepath.Join("..", "fixtures", "rtos-zephyr", dump))
+				if err != nil {
+					t.Fatal(err)
+				}
+				d.PlaceSymbolRegions(SymbolLookup(elf))
+				im := &unwinders.Image{}
+				if err := im.AddLayer(elf.Segments()...); err != nil {
+					t.Fatal(err)
+				}
+				if err := im.AddLayer(d.Memory...); err != nil {
+					t.Fatal(err)
+				}
+				k, err := Discover(Input{ELF: elf, Mem: im, Regs: d.Regs})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if k.Source != tc.source {
+					t.Errorf("source %q, want %q", k.Source, tc.source)
+				}
+				if w := strings.Join(k.Warnings, "\n"); (tc.warning == "") != (w == "") || !strings.Contains(w, tc.warning) {
+					t.Errorf("warnings %q, want one with %q", k.Warnings, tc.warning)
+				}
+				if len(k.Threads) != len(o.Threads) {
+					t.Fatalf("%d threads, want %d", len(k.Threads), len(o.Threads))
+				}
+				for i, ot := range o.Threads {
+					th := k.Threads[i]
+					if th.ID != hexU32(t, ot.ID) || th.Name != ot.Name || th.Priority != ot.Prio || th.Err != nil {
+						t.Errorf("thread %d: %+v, want %s %q prio %d", i, th, ot.ID, ot.Name, ot.Prio)
+					}
+					if w := wantZephyr[ot.Name].state; th.State != w && !(w == Blocked && th.State == Blocked) {
+						t.Errorf("%s: state %s, want %s", ot.Name, th.State, w)
+					}
+					if ot.Current {
+						continue
+					}
+					for name, v := range ot.Registers {
+						r, _ := unwinders.ParseReg(name)
+						if got, known := th.Regs.Get(r); !known || got != hexU32(t, v) {
+							t.Errorf("%s: %s = 0x%x (known %v), want %s", ot.Name, name, got, known, v)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkZephyrDiscover measures discovery of the 8 threads of the
+// gcc-m4f-O2 native dump (layouts from the debug types).
+func BenchmarkZephyrDiscover(b *testing.B) {
+	in := zephyrInput(b, filepath.Join("..", "firmware-samples", "rtos-zephyr", "build", "gcc-m4f-O2.elf"),
+		filepath.Join("..", "fixtures", "rtos-zephyr", "gcc-m4f-O2.json"))
+	b.ReportAllocs()
+	for b.Loop() {
+		k, err := Discover(in)
+		if err != nil || len(k.Threads) != 8 {
+			b.Fatal(k, err)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/faultline-dev/faultline/crashdump"
+	"github.com/faultline-dev/faultline/elfsym"
+	"github.com/faultline-dev/faultline/rtos"
+	"github.com/faultline-dev/faultline/unwinders"
 	"github.com/faultline-dev/faultline/unwinders/cfi/frame"
 	"github.com/faultline-dev/faultline/unwinders/exidx"
 )
@@ -232,6 +237,8 @@ func runHostileParser(t *testing.T, c hostileCase, data []byte) {
 					errs = append(errs, e.Err)
 				}
 			}
+		case "zephyr-threads":
+			errs = append(errs, hostileZephyrThreads(t, c.File, data)...)
 		default:
 			t.Fatalf("unknown parser %q", c.Parser)
 		}
@@ -253,4 +260,44 @@ func runHostileParser(t *testing.T, c hostileCase, data []byte) {
 	if !strings.Contains(all, *c.Error) {
 		t.Errorf("%s: errors lack %q:\n%.3000s", c.Parser, *c.Error, all)
 	}
+}
+
+// hostileZephyrThreads decodes a Zephyr coredump of the Zephyr-like
+// kernel (firmware-samples/rtos-zephyr gcc-m3-O2), places its threads
+// block at _kernel and lists the threads (rtos.Discover): the errors are
+// the decoder's, the placement's and discovery's warnings, and one line per
+// thread with its name, state, error and diagnoses.
+func hostileZephyrThreads(t *testing.T, name string, data []byte) []error {
+	t.Helper()
+	d, err := crashdump.Parse(data, name, nil)
+	if err != nil {
+		return []error{err}
+	}
+	elf, err := elfsym.Open(filepath.Join(repo, "firmware-samples/rtos-zephyr/build/gcc-m3-O2.elf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer elf.Close()
+	var errs []error
+	for _, w := range d.PlaceSymbolRegions(rtos.SymbolLookup(elf)) {
+		errs = append(errs, errors.New(w))
+	}
+	im := &unwinders.Image{}
+	if err := im.AddLayer(elf.Segments()...); err != nil {
+		t.Fatal(err)
+	}
+	if err := im.AddLayer(d.Memory...); err != nil {
+		return append(errs, err)
+	}
+	k, err := rtos.Discover(rtos.Input{ELF: elf, Mem: im, Regs: d.Regs})
+	if err != nil || k == nil {
+		return append(errs, fmt.Errorf("no kernel: %v", err))
+	}
+	for _, w := range k.Warnings {
+		errs = append(errs, errors.New(w))
+	}
+	for _, th := range k.Threads {
+		errs = append(errs, fmt.Errorf("thread \"%s\" (%s) err %v diagnosis %q", th.Name, th.State, th.Err, th.Diagnosis))
+	}
+	return errs
 }
