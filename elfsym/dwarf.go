@@ -19,6 +19,9 @@ type dwarfIndex struct {
 	units    []*unit
 	ranges   ivIndex[cuRange]
 	versions []int // DWARF versions of the unit headers, sorted, unique
+	// deadUnits: address ranges of units that were dropped as removed
+	// code (their start relocated to 0 or a tombstone), for deadCovers.
+	deadUnits [][2]uint64
 	live     func(lo uint32) bool
 
 	// Section contents for the entry decoder of die.go; rngLists is nil
@@ -220,7 +223,11 @@ func (f *File) buildDWARF() {
 		}
 		n := 0
 		for _, rg := range rs {
-			if rg[0] >= rg[1] || rg[1] > 1<<32 || !f.isLive(uint32(rg[0])) {
+			if rg[0] >= rg[1] || rg[1] > 1<<32 {
+				continue
+			}
+			if !f.isLive(uint32(rg[0])) {
+				dw.deadUnits = append(dw.deadUnits, rg)
 				continue
 			}
 			ranges = append(ranges, cuRange{lo: uint32(rg[0]), hi: rg[1], unit: int32(u.idx)})

@@ -6,9 +6,9 @@
 # .byte, are skipped), record what `arm-none-eabi-addr2line -a -f -i` prints.
 # The output goes to oracle/<name>.addr2line.gz for ELFs in this directory
 # (cxx/ for the ELFs of cxx/build), to
-# oracle/firmware-samples/<name>.addr2line.gz for ../../firmware-samples
-# (oracle/firmware-samples/capture/ and oracle/firmware-samples/matrix/ for
-# its capture and matrix builds), with <name>.llvm-symbolizer.gz beside it
+# oracle/firmware-samples/<name>.addr2line.gz for ../../firmware-samples/build
+# (oracle/firmware-samples/<dir>/ for ../../firmware-samples/<dir>/build:
+# capture, matrix, cxx, rtos-*, ...), with <name>.llvm-symbolizer.gz beside it
 # when llvm-symbolizer is installed. The files are gzip -n compressed (no
 # name or time stamp: the same oracle compresses to the same bytes).
 # The first lines are comments: the tool versions and the ELF's SHA-256, so
@@ -21,10 +21,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 for elf in "$@"; do
 	name=$(basename "$elf" .elf)
 	case $(cd "$(dirname "$elf")" && pwd)/ in
-	*firmware-samples/capture/build/) out="$here/oracle/firmware-samples/capture/$name.addr2line" ;;
-	*firmware-samples/matrix/build/) out="$here/oracle/firmware-samples/matrix/$name.addr2line" ;;
 	*elfsym/testdata/cxx/build/) out="$here/oracle/cxx/$name.addr2line" ;;
 	*firmware-samples/build/) out="$here/oracle/firmware-samples/$name.addr2line" ;;
+	*firmware-samples/*/build/)
+		sub=$(basename "$(dirname "$(cd "$(dirname "$elf")" && pwd)")")
+		out="$here/oracle/firmware-samples/$sub/$name.addr2line" ;;
 	*) out="$here/oracle/$name.addr2line" ;;
 	esac
 	mkdir -p "$(dirname "$out")"
