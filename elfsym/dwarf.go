@@ -22,7 +22,7 @@ type dwarfIndex struct {
 	// deadUnits: address ranges of units that were dropped as removed
 	// code (their start relocated to 0 or a tombstone), for deadCovers.
 	deadUnits [][2]uint64
-	live     func(lo uint32) bool
+	live      func(lo uint32) bool
 
 	// Section contents for the entry decoder of die.go; rngLists is nil
 	// unless debug/dwarf accepted .debug_rnglists too.
