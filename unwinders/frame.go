@@ -10,6 +10,7 @@ const (
 	KindException             // a pseudo-frame for the hardware-stacked exception frame
 	KindInlined               // an inlined call, expanded from DWARF by the symbolizer
 	KindGuessed               // a candidate whose evidence is weak (e.g. an unverified stack-scan hit)
+	KindGap                   // frames are missing here: the next frame's call does not lead to the previous frame's function
 )
 
 func (k Kind) String() string {
@@ -22,6 +23,8 @@ func (k Kind) String() string {
 		return "inlined"
 	case KindGuessed:
 		return "guessed"
+	case KindGap:
+		return "gap"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
@@ -49,9 +52,10 @@ func (c Confidence) String() string {
 
 // Methods that the core itself uses. Strategies name themselves.
 const (
-	MethodRegisters = "registers" // frame 0, straight from the dump's registers
-	MethodException = "exception" // the exception pseudo-frame and the frame it interrupted
-	MethodLR        = "lr"        // caller taken from LR where LR is provably the return address
+	MethodCallCheck = "call-check" // a gap frame: the call-target check found frames missing
+	MethodRegisters = "registers"  // frame 0, straight from the dump's registers
+	MethodException = "exception"  // the exception pseudo-frame and the frame it interrupted
+	MethodLR        = "lr"         // caller taken from LR where LR is provably the return address
 )
 
 // Frame is one entry of a backtrace, innermost first.
@@ -77,6 +81,10 @@ type Frame struct {
 	ReturnAddress bool
 	// Exception describes the stacked frame of an exception pseudo-frame.
 	Exception *ExceptionFrame
+	// Call is the verdict of the call-target check on this frame's return
+	// address against the frame before it (CallUnchecked for frames that
+	// are not return addresses).
+	Call CallCheck
 	// Note explains anything a reader should know about this frame
 	// ("S0-S15 were never stacked (lazy FP stacking)").
 	Note string

@@ -347,8 +347,15 @@ func TestCyclicChainBounded(t *testing.T) {
 	if res.Stop.Kind != StopNoProgress {
 		t.Fatalf("%v after %d frames", res.Stop, len(res.Frames))
 	}
-	res = Walk(tg, r, []Unwinder{climb{}}, Options{MaxFrames: 10})
-	if res.Stop.Kind != StopDepth || len(res.Frames) != 10 {
+	res = Walk(tg, r, []Unwinder{climb{}}, Options{MaxFrames: 2})
+	if res.Stop.Kind != StopDepth || len(res.Frames) != 2 {
+		t.Fatalf("%v after %d frames", res.Stop, len(res.Frames))
+	}
+	// The same return address over and over (its call targets g, the
+	// frame below is f): a gap, then a loop, stopped at once instead of at
+	// the limit.
+	res = Walk(tg, r, []Unwinder{climb{}}, Options{MaxFrames: 1000})
+	if res.Stop.Kind != StopLoop || len(res.Frames) != 3 || res.Frames[1].Kind != KindGap || !strings.Contains(res.Stop.Detail, "targets g (0x00000080), not f") {
 		t.Fatalf("%v after %d frames", res.Stop, len(res.Frames))
 	}
 }

@@ -44,6 +44,8 @@ const (
 	StopBadException          // an exception frame could not be read or is invalid
 	StopUnknownPC             // the PC of the first frame is not known
 	StopMemory                // memory needed to unwind is not in the dump
+	StopLoop                  // the same return address repeats without a call that explains it
+	StopGaps                  // too many return addresses whose calls lead elsewhere
 )
 
 func (k StopKind) String() string {
@@ -74,6 +76,10 @@ func (k StopKind) String() string {
 		return "PC unknown"
 	case StopMemory:
 		return "memory not in the dump"
+	case StopLoop:
+		return "the same return address repeats"
+	case StopGaps:
+		return "too many gaps"
 	}
 	return "stopped"
 }
@@ -117,12 +123,40 @@ func StartFrame(regs Registers) (Frame, error) {
 	return Frame{PC: pc &^ 1, SP: sp, Regs: regs, Kind: KindNormal, Method: MethodRegisters, Confidence: ConfidenceHigh}, nil
 }
 
+// maxGaps bounds the gap frames of one walk: past it the stack evidently
+// does not hold a call chain any more.
+const maxGaps = 3
+
 // Walk unwinds from regs using the strategies of chain in order, frame by
 // frame: for each frame the first strategy whose step is applicable and
-// passes validation wins. Exception frames are stepped by shared code. The
-// walk applies the stop rules of cortex-m.md section 6 and always returns the
-// frames found plus the reason it stopped.
+// passes validation wins, preferring an answer whose return address's call
+// leads to the callee (CheckCall) over one whose call leads elsewhere.
+// Exception frames are stepped by shared code. The walk applies the stop
+// rules of cortex-m.md section 6 and always returns the frames found plus
+// the reason it stopped.
+//
+// Where the call before a return address does not lead to the callee's
+// function (no tail-call chain either), a frame of KindGap stands before
+// the caller, and no frame after a gap is more than medium confidence.
+// The same return address found again right above itself with such a call
+// (a stack full of one word) ends the walk with StopLoop.
 func Walk(t *Target, regs Registers, chain []Unwinder, opt Options) Result {
+	res := walk(t, regs, chain, opt)
+	gap := false
+	for i := range res.Frames {
+		f := &res.Frames[i]
+		if f.Kind == KindGap {
+			gap = true
+			continue
+		}
+		if gap && f.Confidence > ConfidenceMedium {
+			f.Confidence = ConfidenceMedium
+		}
+	}
+	return res
+}
+
+func walk(t *Target, regs Registers, chain []Unwinder, opt Options) Result {
 	max := opt.MaxFrames
 	if max <= 0 {
 		max = 64
@@ -135,6 +169,7 @@ func Walk(t *Target, regs Registers, chain []Unwinder, opt Options) Result {
 		t.Profile = V7M
 	}
 	res := Result{Frames: []Frame{f0}}
+	gaps := 0
 	if IsLockup(regs.Value(PC)) {
 		return Result{Frames: res.Frames, Stop: Stop{Kind: StopLockup, Detail: fmt.Sprintf("PC is 0x%08x", regs.Value(PC))}}
 	}
@@ -148,7 +183,7 @@ func Walk(t *Target, regs Registers, chain []Unwinder, opt Options) Result {
 			return res
 		}
 		cur := res.Frames[len(res.Frames)-1]
-		caller, stop := step(t, res.Frames, chain)
+		caller, detail, stop := step(t, res.Frames, chain)
 		if stop != nil {
 			res.Stop = *stop
 			return res
@@ -220,6 +255,23 @@ func Walk(t *Target, regs Registers, chain []Unwinder, opt Options) Result {
 			caller.ReturnAddress = true
 			caller.Regs.Set(PC, caller.PC)
 			caller.Regs.Set(SP, caller.SP)
+			if caller.Call == CallMismatch {
+				if cur.ReturnAddress && caller.PC == cur.PC {
+					res.Stop = Stop{Kind: StopLoop, Detail: fmt.Sprintf("return address 0x%08x found again at SP 0x%08x above SP 0x%08x by %s; %s: the stack holds the same word over and over, not a call chain",
+						caller.PC, caller.SP, cur.SP, caller.Method, detail)}
+					return res
+				}
+				gaps++
+				if gaps > maxGaps {
+					res.Stop = Stop{Kind: StopGaps, Detail: fmt.Sprintf("%d return addresses in a row of this walk follow calls to other functions (the last: %s): the stack no longer holds a call chain", gaps, detail)}
+					return res
+				}
+				res.Frames = append(res.Frames, Frame{
+					SP: caller.SP, Kind: KindGap, Method: MethodCallCheck, Confidence: ConfidenceLow,
+					Note: detail + ": frames are missing between them",
+				})
+				caller.Confidence = min(caller.Confidence, ConfidenceMedium)
+			}
 			res.Frames = append(res.Frames, caller)
 		}
 		if len(res.Frames) > max {
@@ -237,11 +289,16 @@ func Walk(t *Target, regs Registers, chain []Unwinder, opt Options) Result {
 
 // step asks each strategy in turn for the caller of the last frame and
 // validates the answer. It returns the accepted caller or the reason to
-// stop.
-func step(t *Target, frames []Frame, chain []Unwinder) (Frame, *Stop) {
+// stop. An answer whose return address follows a call to another function
+// (CallMismatch) is kept only when no later strategy gives a valid answer
+// without one; detail then says what the call targets.
+func step(t *Target, frames []Frame, chain []Unwinder) (Frame, string, *Stop) {
+	frames = withoutGaps(frames)
 	cur := &frames[len(frames)-1]
 	var first *Stop
 	var reasons []string
+	var fallback *Frame
+	var fallbackDetail string
 	for _, u := range chain {
 		caller, err := u.Step(t, frames)
 		if err == ErrNotApplicable {
@@ -269,19 +326,59 @@ func step(t *Target, frames []Frame, chain []Unwinder) (Frame, *Stop) {
 			}
 			continue
 		}
-		return caller, nil
+		if plainReturn(caller.PC) {
+			var detail string
+			caller.Call, detail = t.CheckCall(cur, caller.PC)
+			if caller.Call == CallMismatch {
+				if fallback == nil {
+					fallback, fallbackDetail = &caller, detail
+				}
+				continue
+			}
+		}
+		return caller, "", nil
+	}
+	if fallback != nil {
+		return *fallback, fallbackDetail, nil
 	}
 	if first != nil {
 		if len(reasons) > 1 {
 			first.Detail = joinReasons(reasons)
 		}
-		return Frame{}, first
+		return Frame{}, "", first
 	}
 	detail := fmt.Sprintf("at 0x%08x", cur.PC)
 	if len(reasons) > 0 {
 		detail += ": " + joinReasons(reasons)
 	}
-	return Frame{}, &Stop{Kind: StopNoUnwinder, Detail: detail}
+	return Frame{}, "", &Stop{Kind: StopNoUnwinder, Detail: detail}
+}
+
+// withoutGaps returns frames without its gap frames (a strategy sees only
+// frames with registers); frames itself when it has none.
+func withoutGaps(frames []Frame) []Frame {
+	n := 0
+	for i := range frames {
+		if frames[i].Kind == KindGap {
+			n++
+		}
+	}
+	if n == 0 {
+		return frames
+	}
+	out := make([]Frame, 0, len(frames)-n)
+	for _, f := range frames {
+		if f.Kind != KindGap {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// plainReturn reports whether a raw caller PC is an ordinary return address
+// (not EXC_RETURN, FNC_RETURN, a lockup or the reset value of LR).
+func plainReturn(raw uint32) bool {
+	return raw != ResetLR && !IsLockup(raw) && !LooksLikeExcReturn(raw) && raw != FNCReturn0 && raw != FNCReturn1
 }
 
 func joinReasons(r []string) string {

@@ -96,6 +96,11 @@ SCENARIOS = [
      "a C++ exception thrown two frames down (through a cleanup pad and _Unwind_Resume) is "
      "caught, and the catch handler stores to unmapped memory",
      ["cxx"], BUS, "cxx_catch_crash", {}, True),
+    ("cxx_terminate", 20,
+     "a C++ exception thrown through a noexcept function: the EHABI unwinder runs a cleanup pad "
+     "(the thrower's frames are gone), resumes, and the personality routine calls std::terminate, "
+     "whose handler stores to unmapped memory",
+     ["cxx"], BUS, "fw_terminate_handler", {}, True),
 ]
 
 

@@ -447,7 +447,9 @@ func TestHostile(t *testing.T) {
 }
 
 // TestWalkHandmade runs the whole walk through two hand-built frames:
-// f_mid called from f_epi's call site.
+// f_mid called from f_epi's call site. That call targets `callee`, not
+// f_mid: the walk puts a gap frame between them and the caller is at most
+// medium confidence.
 func TestWalkHandmade(t *testing.T) {
 	h := loadHandmade(t)
 	callSite := h.at(t, "f_epi", 8) | 1 // return address after f_epi's bl
@@ -462,10 +464,13 @@ func TestWalkHandmade(t *testing.T) {
 	r.Set(unwinders.SP, sp)
 	r.Set(unwinders.LR, 0xdead)
 	res := unwinders.Walk(h.t, r, []unwinders.Unwinder{prologue.New()}, unwinders.Options{})
-	if res.Stop.Kind != unwinders.StopEndOfStack || len(res.Frames) != 2 {
+	if res.Stop.Kind != unwinders.StopEndOfStack || len(res.Frames) != 3 || res.Frames[1].Kind != unwinders.KindGap {
 		t.Fatalf("stop %v, %d frames", res.Stop, len(res.Frames))
 	}
-	if got := res.Frames[1]; got.PC != callSite&^1 || got.SP != sp+28 || got.Regs.Value(unwinders.R4) != 0x44 {
+	if res.Frames[2].Confidence > unwinders.ConfidenceMedium {
+		t.Errorf("frame after the gap: %v", res.Frames[2].Confidence)
+	}
+	if got := res.Frames[2]; got.PC != callSite&^1 || got.SP != sp+28 || got.Regs.Value(unwinders.R4) != 0x44 {
 		t.Errorf("frame 1: %+v", got)
 	}
 }

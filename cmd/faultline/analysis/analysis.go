@@ -43,6 +43,8 @@ type Report struct {
 	Walk      unwinders.Result    `json:"-"`
 	Truth     *crashdump.Truth    `json:"-"`
 	Profile   unwinders.Profile   `json:"-"`
+	// Target is the device view the walk ran on (for CheckHonesty).
+	Target *unwinders.Target `json:"-"`
 }
 
 // FaultJSON is the "fault" object of faultline.analysis/1.
@@ -110,6 +112,7 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 	}
 	res := unwinders.Walk(t, d.Regs, chain, unwinders.Options{MaxFrames: maxFrames})
 	r.Walk = res
+	r.Target = t
 	r.Stop = res.Stop.String()
 
 	// The fault: the exception from IPSR, the causes from the SCB, and the

@@ -130,6 +130,9 @@ func buildPage(r *Report, d *crashdump.Dump, opt HTMLOptions) *htmlPage {
 		case unwinders.KindException.String():
 			hf.Name = "exception frame"
 			hf.Class = "exc"
+		case unwinders.KindGap.String():
+			hf.Name = "frames missing (gap)"
+			hf.Class = "guess"
 		case unwinders.KindInlined.String():
 			hf.Name = frameName(f)
 			hf.Class = "inl"

@@ -124,6 +124,9 @@ func StackColumns(r *Report, mem []unwinders.Region, stackTop uint32) []StackCol
 		return c
 	}
 	for k, f := range wf {
+		if f.Kind == unwinders.KindGap {
+			continue // no stack of its own: the frames it stands for are gone
+		}
 		e := entry[k]
 		var b StackBlock
 		if f.Kind == unwinders.KindException && f.Exception != nil && !f.Exception.FNCReturn {

@@ -65,7 +65,8 @@ func TruthHasInlined(tr *crashdump.Truth) bool { return tr.Source != "emulator-s
 
 // CandidateNames returns the report's function list in the same shape as
 // TruthNames: from the faulting frame outwards, exception pseudo-frames
-// removed, inlined frames kept only when the truth lists them.
+// and gap frames removed (a gap names no function: the frames it stands
+// for count as missing), inlined frames kept only when the truth lists them.
 func CandidateNames(frames []FrameJSON, inlined bool) []string {
 	start := 0
 	for i, f := range frames {
@@ -78,6 +79,7 @@ func CandidateNames(frames []FrameJSON, inlined bool) []string {
 	for _, f := range frames[start:] {
 		switch {
 		case f.Kind == unwinders.KindException.String():
+		case f.Kind == unwinders.KindGap.String():
 		case f.Kind == unwinders.KindInlined.String() && !inlined:
 		default:
 			names = append(names, f.Function)
@@ -113,7 +115,7 @@ func ReportNames(r *Report, tr *crashdump.Truth) []string {
 	}
 	var names []string
 	for _, f := range r.Frames[start:] {
-		if f.Kind == exc || f.Kind == inl {
+		if f.Kind == exc || f.Kind == inl || f.Kind == unwinders.KindGap.String() {
 			continue
 		}
 		name := f.Symbol

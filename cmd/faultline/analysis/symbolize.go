@@ -41,6 +41,11 @@ func symbolizeFrames(elf *elfsym.File, frames []unwinders.Frame) ([]FrameJSON, [
 			out = append(out, base)
 			continue
 		}
+		if f.Kind == unwinders.KindGap {
+			// Frames are missing here: no code address to look up.
+			out = append(out, base)
+			continue
+		}
 		base.PC = Hex(f.PC)
 		base.SP = Hex(f.SP)
 		if elf == nil {

@@ -41,7 +41,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "\nBacktrace (unwinder %s)\n", r.Unwinder)
 	width, lwidth := 0, 0
 	for _, f := range r.Frames {
-		if f.Kind != unwinders.KindException.String() {
+		if f.Kind != unwinders.KindException.String() && f.Kind != unwinders.KindGap.String() {
 			width = max(width, len(frameName(f)))
 			lwidth = max(lwidth, len(fileLine(f)))
 		}
@@ -51,6 +51,10 @@ func (r *Report) WriteText(w io.Writer) error {
 	for _, f := range r.Frames {
 		if f.Kind == unwinders.KindException.String() {
 			fmt.Fprintf(&b, "  #%-2d <exception> %s  [%s, %s]\n", f.Index, f.Note, f.Method, f.Confidence)
+			continue
+		}
+		if f.Kind == unwinders.KindGap.String() {
+			fmt.Fprintf(&b, "  #%-2d <gap> frames are missing here  [%s, %s]\n      note: %s\n", f.Index, f.Method, f.Confidence, f.Note)
 			continue
 		}
 		loc := fileLine(f)

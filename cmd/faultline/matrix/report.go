@@ -75,6 +75,11 @@ type Result struct {
 	Known string `json:"known,omitempty"`
 	// New is set for a non-exact result no known-failures entry covers.
 	New bool `json:"new,omitempty"`
+	// Gaps, Overclaimed and Unmarked are the independent call-target
+	// check of the walk (analysis.CheckHonesty): a frame said to be high
+	// after a gap or across a call to another function is overclaimed, and
+	// fails the run.
+	analysis.Honesty
 }
 
 // Cell accumulates the results of one strategy over several cases.
@@ -86,7 +91,11 @@ type Cell struct {
 	Bogus         int     `json:"bogus"`
 	Known         int     `json:"known"`
 	New           int     `json:"new"`
-	sum           float64
+	// Gaps counts gap frames; Overclaimed, frames said to be high after a
+	// gap or across a call to another function (analysis.CheckHonesty).
+	Gaps        int `json:"gaps"`
+	Overclaimed int `json:"overclaimed"`
+	sum         float64
 }
 
 func (c *Cell) add(r Result) {
@@ -103,6 +112,8 @@ func (c *Cell) add(r Result) {
 	if r.New {
 		c.New++
 	}
+	c.Gaps += r.Gaps
+	c.Overclaimed += len(r.Overclaimed)
 }
 
 // Table is the results aggregated per build and strategy.
@@ -311,7 +322,7 @@ func (r *Report) Failing() bool {
 			return true
 		}
 		for _, res := range c.Results {
-			if res.New {
+			if res.New || len(res.Overclaimed) > 0 {
 				return true
 			}
 		}

@@ -224,6 +224,7 @@ func score(a *analysis.Analyzer, d *crashdump.Dump) (res Result) {
 	}
 	var cand []string
 	res.Score, cand = Score(r, d.Truth)
+	res.Honesty = analysis.CheckHonesty(r)
 	if !res.Exact {
 		res.Frames = cand
 		if res.Frames == nil {

@@ -9,8 +9,22 @@
  * 19 cxx_catch: the crash is inside the catch handler itself, right after
  *               the unwinder abandoned the calls of the throw path (see
  *               below and README.md).
+ * 20 cxx_terminate: the exception leaves a noexcept function: the EHABI
+ *               unwinder runs cxx_middle's cleanup pad (the frames of
+ *               __cxa_throw and cxx_throw_deep are gone from then on),
+ *               _Unwind_Resume continues phase 2, and the personality
+ *               routine of the noexcept frame calls std::terminate from
+ *               inside the EH runtime; the terminate handler faults.
  */
 #include "fw.h"
+
+/* std::set_terminate, declared here: clang finds newlib's C headers but
+ * not GCC's libstdc++ ones (the matrix compiles with -isystem for newlib
+ * only), and <exception> declares nothing else we need. */
+namespace std {
+typedef void (*terminate_handler)();
+terminate_handler set_terminate(terminate_handler) noexcept;
+} // namespace std
 
 namespace {
 
@@ -125,6 +139,31 @@ FW_NOINLINE uint32_t cxx_catch_crash(uint32_t v)
 FW_NOINLINE void scenario_cxx_catch(void)
 {
 	fw_sink = cxx_catch_crash(fw_inputs[4]);
+}
+
+/*
+ * 20 cxx_terminate. Truth at the fault: fw_terminate_handler <
+ * __cxxabiv1::__terminate < __cxa_call_terminate < __gxx_personality_v0 <
+ * the EHABI unwinder's phase 2 < _Unwind_Resume < cxx_middle (its cleanup
+ * pad) < cxx_nothrow < scenario_cxx_terminate: no frame between
+ * _Unwind_Resume's caller and the throw is left on the stack.
+ */
+FW_NOINLINE void fw_terminate_handler(void)
+{
+	fw_bad_ptr[14] = fw_inputs[6];
+	for (;;)
+		__asm volatile("" ::: "memory");
+}
+
+FW_NOINLINE uint32_t cxx_nothrow(uint32_t v) noexcept
+{
+	return cxx_middle(v + 7u) + 1u;
+}
+
+FW_NOINLINE void scenario_cxx_terminate(void)
+{
+	std::set_terminate(fw_terminate_handler);
+	fw_sink = cxx_nothrow(fw_inputs[5]);
 }
 
 } // extern "C"

@@ -114,7 +114,7 @@ void fw_switch_to_psp(void (*entry)(void), uint32_t *stack_top);
 
 /* cxx_scenarios.cpp (C++ builds only). */
 void scenario_cxx_dtor(void);
-void scenario_cxx_catch(void);
+void scenario_cxx_catch(void); void scenario_cxx_terminate(void);
 
 FW_EXTERN_C_END
 

@@ -747,7 +747,7 @@ static const fw_scenario_fn fw_scenarios[] = {
 #endif
 #if defined(__cplusplus)
 	scenario_cxx_dtor,  /* 18 */
-	scenario_cxx_catch, /* 19 */
+	scenario_cxx_catch, scenario_cxx_terminate, /* 19, 20 */
 #endif
 };
 
