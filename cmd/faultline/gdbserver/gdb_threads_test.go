@@ -20,16 +20,20 @@ import (
 	"github.com/faultline-dev/faultline/elfsym"
 )
 
-// threadOracle is fixtures/rtos-zephyr/<build>.threads.json: each
+// threadOracle is fixtures/rtos-zephyr/<build>.threads.json (or, for
+// FreeRTOS, fixtures/rtos/freertos/<build>.tasks.json with "tasks"): each
 // thread's GDB backtrace in QEMU from its saved context.
 type threadOracle struct {
-	Threads []struct {
-		Name    string `json:"name"`
-		Current bool   `json:"current"`
-		Frames  []struct {
-			Function string `json:"function"`
-		} `json:"frames"`
-	} `json:"threads"`
+	Threads []oracleThread `json:"threads"`
+	Tasks   []oracleThread `json:"tasks"`
+}
+
+type oracleThread struct {
+	Name    string `json:"name"`
+	Current bool   `json:"current"`
+	Frames  []struct {
+		Function string `json:"function"`
+	} `json:"frames"`
 }
 
 // rtosCase is one RTOS dump served to GDB.
@@ -39,7 +43,12 @@ type rtosCase struct {
 	// registers, so GDB's backtrace starts HardFault_Handler,
 	// <signal handler called> before the thread's own frames.
 	handler bool
-	oracle  threadOracle
+	// strict: past the oracle's frames GDB may show at most one frame
+	// without a function (the thread entry's return address 0, Zephyr);
+	// otherwise (FreeRTOS, whose oracle stops at the task function or at
+	// prvTaskExitError while GDB goes on) anything may follow.
+	strict bool
+	oracle threadOracle
 }
 
 func rtosCases(t *testing.T) []rtosCase {
@@ -61,8 +70,24 @@ func rtosCases(t *testing.T) []rtosCase {
 		}
 		elf := filepath.Join(repoRoot, "firmware-samples", "rtos-zephyr", "build", build+".elf")
 		cases = append(cases,
-			rtosCase{"zephyr-" + build + "-native", elf, filepath.Join(dir, build+".json"), true, o},
-			rtosCase{"zephyr-" + build + "-coredump", elf, filepath.Join(dir, build+".zephyr.log"), false, o})
+			rtosCase{"zephyr-" + build + "-native", elf, filepath.Join(dir, build+".json"), true, true, o},
+			rtosCase{"zephyr-" + build + "-coredump", elf, filepath.Join(dir, build+".zephyr.log"), false, true, o})
+	}
+	fdir := filepath.Join(repoRoot, "fixtures", "rtos", "freertos")
+	tasks, _ := filepath.Glob(filepath.Join(fdir, "*.tasks.json"))
+	for _, p := range tasks {
+		build := strings.TrimSuffix(filepath.Base(p), ".tasks.json")
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var o threadOracle
+		if err := json.Unmarshal(b, &o); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		o.Threads = o.Tasks
+		elf := filepath.Join(repoRoot, "firmware-samples", "rtos-freertos", "build", build+".elf")
+		cases = append(cases, rtosCase{"freertos-" + build, elf, filepath.Join(fdir, build+".json"), true, false, o})
 	}
 	return cases
 }
@@ -97,7 +122,7 @@ func TestGDBThreads(t *testing.T) {
 			})
 		}
 	})
-	t.Logf("%d of %d dumps: GDB lists all threads and every backtrace (%d threads) matches the QEMU+GDB oracle", matched, len(cases), threads)
+	t.Logf("%d of %d dumps (Zephyr-like and FreeRTOS-like kernels): GDB lists all threads and every backtrace (%d threads) matches the QEMU+GDB oracle", matched, len(cases), threads)
 }
 
 func checkThreads(t *testing.T, c rtosCase) (int, error) {
@@ -127,6 +152,7 @@ func checkThreads(t *testing.T, c rtosCase) (int, error) {
 	const sep = "@@faultline-threads@@"
 	cmd := exec.CommandContext(ctx, gdbtest.GDB, "-batch", "-nx",
 		"-ex", "set osabi none", "-ex", "set width 0", "-ex", "set pagination off",
+		"-ex", "set backtrace limit 64",
 		"-ex", "target remote "+l.Addr().String(),
 		"-ex", "echo "+sep+"\\n", "-ex", "info threads",
 		"-ex", "echo "+sep+"\\n", "-ex", "thread apply all bt",
@@ -184,7 +210,11 @@ func checkThreads(t *testing.T, c rtosCase) (int, error) {
 		for _, f := range ot.Frames {
 			want = append(want, f.Function)
 		}
-		if err := matchFrames(want, got); err != nil {
+		if fix, ok := oracleFixes[c.name+"/"+ot.Name]; ok {
+			t.Logf("%s thread %q: the oracle says %q; checked against the source's call chain %q instead", c.name, ot.Name, want, fix)
+			want = fix
+		}
+		if err := matchFrames(want, got, c.strict); err != nil {
 			problems = append(problems, fmt.Sprintf("thread %q: %v\n%s", ot.Name, err, bt))
 		}
 	}
@@ -194,17 +224,38 @@ func checkThreads(t *testing.T, c rtosCase) (int, error) {
 	return len(c.oracle.Threads), nil
 }
 
+// oracleFixes replaces oracle backtraces that are wrong. The crashing
+// "net" task of the clang builds of firmware-samples/rtos-freertos: the
+// oracle (GDB in QEMU, the PSP frame stitched by the oracle script) has
+// net_store < net_parse < tx_push < tx_task, but src/app.c calls net_parse
+// only from net_receive, called only from net_task, and the dump's stack
+// holds net_receive's return address (0x107e in clang-m0-Os) above
+// net_parse's frame. clang-m3-Os tail-calls net_parse from net_receive
+// (b.w net_parse at 0x11ea), so net_receive has no frame there.
+var oracleFixes = map[string][]string{
+	"freertos-clang-m0-Os/net":  {"net_store", "net_parse", "net_receive", "net_task"},
+	"freertos-clang-m3-Os/net":  {"net_store", "net_parse", "net_task"},
+	"freertos-clang-m4f-O0/net": {"net_store", "net_parse", "net_receive", "net_task"},
+}
+
 // matchFrames checks GDB's frames against the oracle's function names: the
-// same names in order, then at most one frame GDB has no function for (the
-// return address 0 of the thread entry).
-func matchFrames(want []string, got []gdbtest.Frame) error {
+// same names in order (an oracle frame without a name, at PC 0, matches any
+// frame), then, when strict, at most one frame GDB has no function for
+// (the return address 0 of the thread entry).
+func matchFrames(want []string, got []gdbtest.Frame, strict bool) error {
 	for i, w := range want {
 		if i >= len(got) {
 			return fmt.Errorf("%d frames, want %d: #%d %s missing", len(got), len(want), i, w)
 		}
+		if w == "" && !got[i].Exception {
+			continue
+		}
 		if got[i].Exception || got[i].Function != w {
 			return fmt.Errorf("frame #%d: %q, want %s", i, got[i].Line, w)
 		}
+	}
+	if !strict {
+		return nil
 	}
 	rest := got[len(want):]
 	if len(rest) > 1 || (len(rest) == 1 && rest[0].Function != "") {
