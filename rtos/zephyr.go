@@ -1,6 +1,7 @@
 package rtos
 
 import (
+	"debug/dwarf"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -635,18 +636,36 @@ func crossCheck(l *zephyrLayout, tab []uint32) []string {
 	return []string{"Zephyr: the _kernel_thread_info_offsets table disagrees with the debug types on " + strings.Join(bad, ", ") + ": the debug types are used"}
 }
 
+// typeMemo resolves each type entry once per layout.
+type typeMemo struct {
+	ts *Types
+	m  map[dwarf.Offset]*Type
+}
+
+func (tm *typeMemo) at(off dwarf.Offset) (*Type, error) {
+	if t, ok := tm.m[off]; ok {
+		return t, nil
+	}
+	t, err := tm.ts.At(off)
+	if err == nil {
+		tm.m[off] = t
+	}
+	return t, err
+}
+
 // zephyrDWARFLayout reads the layout from the debug types.
-func zephyrDWARFLayout(ts *Types) (zephyrLayout, error) {
+func zephyrDWARFLayout(types *Types) (zephyrLayout, error) {
 	l := zephyrLayout{source: "debug types"}
-	kt, err := ts.Struct("k_thread")
+	ts := &typeMemo{ts: types, m: map[dwarf.Offset]*Type{}}
+	kt, err := types.Struct("k_thread")
 	if err != nil {
 		return l, err
 	}
 	l.threadSize = kt.Size
 	var ktype *Type
-	if v, err := ts.Variable("_kernel"); err == nil && (v.Kind == "struct") && len(v.Members) > 0 {
+	if v, err := types.Variable("_kernel"); err == nil && (v.Kind == "struct") && len(v.Members) > 0 {
 		ktype = v
-	} else if s, err := ts.Struct("z_kernel", "_kernel"); err == nil {
+	} else if s, err := types.Struct("z_kernel", "_kernel"); err == nil {
 		ktype = s
 	} else {
 		return l, fmt.Errorf("the type of _kernel: %w", ErrNoType)
@@ -682,7 +701,7 @@ func zephyrDWARFLayout(ts *Types) (zephyrLayout, error) {
 // the members, descending into anonymous struct and union members (Zephyr
 // keeps prio and mode_exc_return in them); an array member stands for its
 // first element.
-func fieldOf(ts *Types, t *Type, path ...string) (zfield, error) {
+func fieldOf(ts *typeMemo, t *Type, path ...string) (zfield, error) {
 	var off uint32
 	cur := t
 	var last Member
@@ -696,12 +715,12 @@ func fieldOf(ts *Types, t *Type, path ...string) (zfield, error) {
 		if i == len(path)-1 {
 			break
 		}
-		mt, err := ts.At(m.Type)
+		mt, err := ts.at(m.Type)
 		if err != nil {
 			return zfield{}, err
 		}
 		if mt.Kind == "array" && mt.Elem != 0 {
-			if mt, err = ts.At(mt.Elem); err != nil {
+			if mt, err = ts.at(mt.Elem); err != nil {
 				return zfield{}, err
 			}
 		}
@@ -712,7 +731,7 @@ func fieldOf(ts *Types, t *Type, path ...string) (zfield, error) {
 
 // findMember looks name up in t and its anonymous members (at most 4
 // levels deep) and returns the member and its offset from t's start.
-func findMember(ts *Types, t *Type, name string, depth int) (Member, uint32, bool) {
+func findMember(ts *typeMemo, t *Type, name string, depth int) (Member, uint32, bool) {
 	if m, ok := t.Member(name); ok {
 		return m, m.Offset, true
 	}
@@ -723,7 +742,7 @@ func findMember(ts *Types, t *Type, name string, depth int) (Member, uint32, boo
 		if m.Name != "" || m.Type == 0 {
 			continue
 		}
-		mt, err := ts.At(m.Type)
+		mt, err := ts.at(m.Type)
 		if err != nil || (mt.Kind != "struct" && mt.Kind != "union") {
 			continue
 		}
