@@ -33,6 +33,9 @@ type Report struct {
 	Frames   []FrameJSON `json:"frames"`
 	Stop     string      `json:"stop"`
 	Warnings []string    `json:"warnings"`
+	// RTOS threads (design.md "Threads (RTOS)"): absent without a kernel.
+	RTOS    *RTOSJSON    `json:"rtos,omitempty"`
+	Threads []ThreadJSON `json:"threads,omitempty"`
 
 	// For the text report and for callers; not part of the JSON.
 	CPU       string              `json:"-"`
@@ -110,10 +113,14 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 	if elf != nil {
 		r.ELF = filepath.Base(elf.Name())
 	}
+	kernel := discoverThreads(elf, t, d.Regs, r)
 	res := unwinders.Walk(t, d.Regs, chain, unwinders.Options{MaxFrames: maxFrames})
-	r.Walk = res
 	r.Target = t
 	r.Stop = res.Stop.String()
+	if kernel != nil && cutWalk(elf, t, chain, kernel.Kind, &res) {
+		r.Stop = taskEntryStop
+	}
+	r.Walk = res
 
 	// The fault: the exception from IPSR, the causes from the SCB, and the
 	// faulting PC (the frame the first exception frame interrupted, or frame 0
@@ -131,6 +138,9 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 	r.Frames, symErrs = symbolizeFrames(elf, res.Frames)
 	for _, e := range symErrs {
 		r.Warnings = append(r.Warnings, e+": file:line or inlined frames may be missing")
+	}
+	if kernel != nil {
+		threadReports(elf, t, kernel, chain, maxFrames, r)
 	}
 	if r.Warnings == nil {
 		r.Warnings = []string{}

@@ -64,6 +64,18 @@ type htmlPage struct {
 	StackNote string
 	Regs      []htmlReg
 	Warnings  []string
+	RTOS      *RTOSJSON
+	Threads   []htmlThread
+}
+
+// htmlThread is one row of the thread table and its backtrace.
+type htmlThread struct {
+	ThreadJSON
+	Prio    string
+	Usage   string // "used/size bytes (pct%)", or "?"
+	Pct     int    // bar width, 0..100
+	Over    bool   // overflowed: the bar is red
+	BtNames []htmlFrame
 }
 
 type htmlReg struct {
@@ -174,6 +186,27 @@ func buildPage(r *Report, d *crashdump.Dump, opt HTMLOptions) *htmlPage {
 	}
 	if len(v.Stacks) == 0 {
 		v.StackNote = "The dump holds no memory for the stack, or the walk found no frames."
+	}
+
+	// RTOS threads: a table with stack-usage bars, then each backtrace.
+	v.RTOS = r.RTOS
+	for _, t := range r.Threads {
+		ht := htmlThread{ThreadJSON: t, Prio: prioText(t), Usage: stackUse(t.Raw.Stack), Over: t.Raw.Stack.Overflow}
+		if st := t.Raw.Stack; st.End > st.Start && st.HighWaterBytes >= 0 {
+			size := int(st.End - st.Start)
+			ht.Pct = min(100, max(0, (size-st.HighWaterBytes)*100/size))
+		}
+		for _, f := range t.Frames {
+			hf := htmlFrame{FrameJSON: f, Name: frameName(f), Loc: fileLine(f), How: f.Method + " · " + f.Confidence}
+			switch f.Kind {
+			case unwinders.KindException.String():
+				hf.Name, hf.Class, hf.How = "exception frame", "exc", f.Method
+			case unwinders.KindInlined.String():
+				hf.Class, hf.How = "inl", "inlined"
+			}
+			ht.BtNames = append(ht.BtNames, hf)
+		}
+		v.Threads = append(v.Threads, ht)
 	}
 
 	// Registers.
@@ -438,6 +471,10 @@ svg.stack path.arrow{fill:none;stroke:#0b57d0;stroke-width:1.6}
 .regs div.unk span{color:#8792a6}
 .regs div em{display:block;font-style:normal;color:#5b6577;font-family:var(--sans);font-size:11.5px}
 .warn li{color:#8a4b00}
+.bar{display:inline-block;width:90px;height:9px;background:#eef1f5;border:1px solid #c4cad4;margin-right:8px;vertical-align:middle}
+.bar i{display:block;height:100%;background:#3f9b62}
+.bar i.over{background:#b42318}
+table.threads td{padding:3px 10px 3px 0}
 footer{color:var(--muted);font-size:12px;margin-top:18px;text-align:center}
 `
 
@@ -475,6 +512,18 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 {{end}}{{end}}</table>
 </section>
 
+{{if .RTOS}}<section>
+<h2>Threads <small>{{.RTOS.Kind}} · layouts from {{.RTOS.Source}} · the crashing thread first</small></h2>
+<table class="threads">
+<tr><th>name</th><th>state</th><th>priority</th><th>stack used</th><th>waiting on</th><th>stop</th></tr>
+{{range .Threads}}<tr{{if .Current}} class="faulting"{{end}}><td class="fn">{{.Name}}</td><td>{{.State}}</td><td>{{.Prio}}</td><td><div class="bar"><i style="width:{{.Pct}}%"{{if .Over}} class="over"{{end}}></i></div><span class="mono">{{.Usage}}</span></td><td>{{.WaitingOn}}</td><td>{{if .Error}}{{.Error}}{{else}}{{.Stop}}{{end}}</td></tr>
+{{end}}</table>
+{{range .Threads}}<details{{if .Current}} open{{end}}><summary><b>{{.Name}}</b> · {{.State}} · {{.ID}}{{range .Diagnosis}} · <span class="exc">{{.}}</span>{{end}}</summary>
+{{if .Error}}<p>{{.Error}}</p>{{else}}<table class="bt">
+{{range .BtNames}}<tr class="{{.Class}}"><td class="idx">#{{.Index}}</td><td class="pc">{{.PC}}</td><td class="fn">{{.Name}}</td><td class="loc">{{.Loc}}</td><td class="how">{{.How}}</td></tr>
+{{end}}</table>{{end}}</details>
+{{end}}</section>
+{{end}}
 <section>
 <h2>Stack <small>each frame spans from its SP to its caller's SP; addresses grow upwards</small></h2>
 <div class="legend"><span><i style="background:#cdeed8;border-color:#3f9b62"></i>saved return address (LR / EXC_RETURN)</span><span><i style="background:#ffe9c7"></i>hardware-stacked exception frame</span><span><i style="background:#ece6fb"></i>FP registers</span><span><i style="background:#e9ebef"></i>alignment pad</span><span><i style="background:#fde7e4;border-color:#b42318"></i>faulting frame</span></div>

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/faultline-dev/faultline/rtos"
 	"github.com/faultline-dev/faultline/unwinders"
 )
 
@@ -39,41 +40,9 @@ func (r *Report) WriteText(w io.Writer) error {
 
 	// The backtrace.
 	fmt.Fprintf(&b, "\nBacktrace (unwinder %s)\n", r.Unwinder)
-	width, lwidth := 0, 0
-	for _, f := range r.Frames {
-		if f.Kind != unwinders.KindException.String() && f.Kind != unwinders.KindGap.String() {
-			width = max(width, len(frameName(f)))
-			lwidth = max(lwidth, len(fileLine(f)))
-		}
-	}
-	width = min(width, 48)
-	lwidth = min(lwidth, 40)
-	for _, f := range r.Frames {
-		if f.Kind == unwinders.KindException.String() {
-			fmt.Fprintf(&b, "  #%-2d <exception> %s  [%s, %s]\n", f.Index, f.Note, f.Method, f.Confidence)
-			continue
-		}
-		if f.Kind == unwinders.KindGap.String() {
-			fmt.Fprintf(&b, "  #%-2d <gap> frames are missing here  [%s, %s]\n      note: %s\n", f.Index, f.Method, f.Confidence, f.Note)
-			continue
-		}
-		loc := fileLine(f)
-		pc := f.PC
-		if f.Kind == unwinders.KindInlined.String() {
-			pc = strings.Repeat(" ", len(pc))
-		}
-		how := fmt.Sprintf("[%s, %s]", f.Method, f.Confidence)
-		if f.Kind == unwinders.KindInlined.String() {
-			how = "[inlined]"
-		} else if f.Kind == unwinders.KindGuessed.String() {
-			how = fmt.Sprintf("[%s, %s, guessed]", f.Method, f.Confidence)
-		}
-		fmt.Fprintf(&b, "  #%-2d %s  %-*s  %-*s  %s\n", f.Index, pc, width, frameName(f), lwidth, loc, how)
-		if f.Note != "" {
-			fmt.Fprintf(&b, "      note: %s\n", f.Note)
-		}
-	}
+	writeFrames(&b, r.Frames, "  ")
 	fmt.Fprintf(&b, "Stop: %s\n", r.Stop)
+	writeThreads(&b, r)
 	if len(r.Warnings) > 0 {
 		b.WriteString("\nWarnings\n")
 		for _, wr := range r.Warnings {
@@ -156,4 +125,115 @@ func writeRegs(b *strings.Builder, r *unwinders.Registers) {
 	if _, ok := r.Get(unwinders.FPSCR); ok {
 		fmt.Fprintf(b, "  %-9s 0x%08x\n", "fpscr", r.Value(unwinders.FPSCR))
 	}
+}
+
+// writeFrames prints a backtrace, each line indented by indent.
+func writeFrames(b *strings.Builder, frames []FrameJSON, indent string) {
+	width, lwidth := 0, 0
+	for _, f := range frames {
+		if f.Kind != unwinders.KindException.String() && f.Kind != unwinders.KindGap.String() {
+			width = max(width, len(frameName(f)))
+			lwidth = max(lwidth, len(fileLine(f)))
+		}
+	}
+	width = min(width, 48)
+	lwidth = min(lwidth, 40)
+	for _, f := range frames {
+		if f.Kind == unwinders.KindException.String() {
+			fmt.Fprintf(b, "%s#%-2d <exception> %s  [%s, %s]\n", indent, f.Index, f.Note, f.Method, f.Confidence)
+			continue
+		}
+		if f.Kind == unwinders.KindGap.String() {
+			fmt.Fprintf(b, "%s#%-2d <gap> frames are missing here  [%s, %s]\n%s    note: %s\n", indent, f.Index, f.Method, f.Confidence, indent, f.Note)
+			continue
+		}
+		loc := fileLine(f)
+		pc := f.PC
+		if f.Kind == unwinders.KindInlined.String() {
+			pc = strings.Repeat(" ", len(pc))
+		}
+		how := fmt.Sprintf("[%s, %s]", f.Method, f.Confidence)
+		if f.Kind == unwinders.KindInlined.String() {
+			how = "[inlined]"
+		} else if f.Kind == unwinders.KindGuessed.String() {
+			how = fmt.Sprintf("[%s, %s, guessed]", f.Method, f.Confidence)
+		}
+		fmt.Fprintf(b, "%s#%-2d %s  %-*s  %-*s  %s\n", indent, f.Index, pc, width, frameName(f), lwidth, loc, how)
+		if f.Note != "" {
+			fmt.Fprintf(b, "%s    note: %s\n", indent, f.Note)
+		}
+	}
+}
+
+// writeThreads prints the RTOS threads: a table, then each thread's
+// backtrace, the crashing one first (its backtrace is the one above).
+func writeThreads(b *strings.Builder, r *Report) {
+	if r.RTOS == nil {
+		return
+	}
+	fmt.Fprintf(b, "\nThreads (%s, layouts from %s): %d\n", r.RTOS.Kind, r.RTOS.Source, len(r.Threads))
+	nw := 4
+	for _, t := range r.Threads {
+		nw = max(nw, min(len(t.Name), 24))
+	}
+	fmt.Fprintf(b, "     %-*s  %-9s  %-10s  %-22s  %s\n", nw, "name", "state", "prio", "stack used", "waiting on")
+	for _, t := range r.Threads {
+		mark := " "
+		if t.Current {
+			mark = "*"
+		}
+		fmt.Fprintf(b, "  %s  %-*s  %-9s  %-10s  %-22s  %s\n", mark, nw, t.Name, t.State, prioText(t), stackUse(t.Raw.Stack), t.WaitingOn)
+	}
+	for i, t := range r.Threads {
+		fmt.Fprintf(b, "\nThread %d: %s (%s, priority %s), id %s\n", i+1, t.Name, t.State, prioText(t), t.ID)
+		st := t.Raw.Stack
+		if st.Start != 0 {
+			end := "?"
+			if st.End != 0 {
+				end = fmt.Sprintf("0x%08x", st.End)
+			}
+			fmt.Fprintf(b, "  stack 0x%08x-%s, SP 0x%08x", st.Start, end, st.SP)
+			if st.HighWaterBytes >= 0 {
+				fmt.Fprintf(b, ", %d bytes never used", st.HighWaterBytes)
+			}
+			b.WriteString("\n")
+		}
+		for _, d := range t.Diagnosis {
+			fmt.Fprintf(b, "  diagnosis: %s\n", d)
+		}
+		switch {
+		case t.Error != "":
+			fmt.Fprintf(b, "  error: %s\n", t.Error)
+			continue
+		case t.Current:
+			b.WriteString("  the crashing thread: its backtrace is the one above\n")
+			continue
+		}
+		writeFrames(b, t.Frames, "  ")
+		fmt.Fprintf(b, "  Stop: %s\n", t.Stop)
+	}
+}
+
+func prioText(t ThreadJSON) string {
+	if t.Priority < 0 {
+		return "?"
+	}
+	if t.BasePriority != nil {
+		return fmt.Sprintf("%d (base %d)", t.Priority, *t.BasePriority)
+	}
+	return fmt.Sprint(t.Priority)
+}
+
+// stackUse renders "used/size bytes (pct%)" from the high-water mark.
+func stackUse(s rtos.Stack) string {
+	if s.Start == 0 || s.End <= s.Start || s.HighWaterBytes < 0 {
+		return "?"
+	}
+	size := int(s.End - s.Start)
+	used := max(size-s.HighWaterBytes, 0)
+	out := fmt.Sprintf("%d/%d (%d%%)", used, size, used*100/size)
+	if s.Overflow {
+		out += " OVERFLOW"
+	}
+	return out
 }

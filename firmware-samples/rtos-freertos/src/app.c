@@ -25,7 +25,13 @@
 #define NVIC_ISER0 (*(volatile uint32_t *)0xE000E100u)
 #define NVIC_ISPR0 (*(volatile uint32_t *)0xE000E200u)
 #define DEVICE_IRQ 0
+/* Unmapped on every board used: a precise BusFault, escalated to HardFault.
+ * (On mps2-an505 0x30000000 is the Secure alias of RAM, so it differs.) */
+#if defined(__ARM_ARCH_8M_MAIN__)
+#define BAD_ADDR 0x90000010u
+#else
 #define BAD_ADDR 0x30000010u
+#endif
 
 #define STK_SMALL 128
 #define STK_FP 256
@@ -69,7 +75,8 @@ typedef uint32_t num;
 #endif
 volatile num rtk_fp_sink;
 
-static TCB_t *const all_tasks[] = {
+/* Global, so the oracle can read it at every optimisation level. */
+__attribute__((used)) TCB_t *const all_tasks[] = {
 	&idle_tcb, &tmr_tcb, &hi_tcb, &lo_tcb, &rx_tcb, &oneshot_tcb, &isrwait_tcb,
 	&net_tcb, &logger_tcb, &dsp_tcb, &monitor_tcb, &deep_tcb, &tx_tcb,
 };

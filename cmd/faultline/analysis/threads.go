@@ -1,0 +1,190 @@
+package analysis
+
+import (
+	"fmt"
+
+	"github.com/faultline-dev/faultline/elfsym"
+	"github.com/faultline-dev/faultline/rtos"
+	"github.com/faultline-dev/faultline/unwinders"
+)
+
+// RTOSJSON is the "rtos" object of faultline.analysis/1: which kernel the
+// threads come from and where its struct layouts were read.
+type RTOSJSON struct {
+	Kind   string `json:"kind"`
+	Source string `json:"source"`
+}
+
+// ThreadJSON is one entry of "threads" (design.md, "Threads (RTOS)").
+type ThreadJSON struct {
+	Name         string      `json:"name"`
+	State        string      `json:"state"`
+	Current      bool        `json:"current"`
+	Priority     int         `json:"priority"`
+	BasePriority *int        `json:"base_priority,omitempty"` // only when a mutex raised the priority
+	ID           string      `json:"id"`
+	WaitingOn    string      `json:"waiting_on,omitempty"`
+	Stack        StackJSON   `json:"stack"`
+	Diagnosis    []string    `json:"diagnosis,omitempty"`
+	Frames       []FrameJSON `json:"frames"`
+	Stop         string      `json:"stop"`
+	Error        string      `json:"error,omitempty"`
+
+	// For the text and HTML reports; not part of the JSON.
+	Walk unwinders.Result `json:"-"`
+	Raw  rtos.Thread      `json:"-"`
+}
+
+// StackJSON is a thread's "stack" object. Addresses are "" when unknown,
+// high_water_bytes -1.
+type StackJSON struct {
+	Start          string `json:"start,omitempty"`
+	End            string `json:"end,omitempty"`
+	SP             string `json:"sp,omitempty"`
+	HighWaterBytes int    `json:"high_water_bytes"`
+	Overflow       bool   `json:"overflow"`
+}
+
+// taskEntryStop is the stop reason of a thread walk that reached the
+// thread's entry function.
+const taskEntryStop = "reached the task entry"
+
+// maxThreadFrames bounds each thread's walk.
+const maxThreadFrames = 48
+
+// cutAtTaskEntry returns how many of frames belong to the thread: FreeRTOS
+// tasks start with LR = prvTaskExitError (a task function never returns
+// there), so the frame whose return address is that function's start is
+// not a real caller; a Zephyr thread's outermost frame is z_thread_entry.
+// ok is false when no entry was found.
+func cutAtTaskEntry(elf *elfsym.File, kind string, frames []unwinders.Frame) (int, bool) {
+	switch kind {
+	case "freertos":
+		exit, ok := elf.Symbol("prvTaskExitError")
+		if !ok {
+			return len(frames), false
+		}
+		for i := 1; i < len(frames); i++ {
+			if frames[i].Kind == unwinders.KindNormal && frames[i].PC&^1 == exit {
+				return i, true
+			}
+		}
+	case "zephyr":
+		for i, f := range frames {
+			if f.Kind != unwinders.KindNormal {
+				continue
+			}
+			if fn, ok := elf.FuncAt(f.LookupPC()); ok && fn.Name == "z_thread_entry" {
+				return i + 1, true
+			}
+		}
+	}
+	return len(frames), false
+}
+
+// cutWalk shortens a walk at the task entry, if it has one. A FreeRTOS
+// walk usually stops on its own just before the fake caller (the return
+// address prvTaskExitError follows no call, so every unwinder's candidate
+// is refused): each unwinder of the chain is asked once more for the last
+// frame's caller, and a caller at prvTaskExitError means the walk reached
+// the task entry.
+func cutWalk(elf *elfsym.File, t *unwinders.Target, chain []unwinders.Unwinder, kind string, res *unwinders.Result) bool {
+	n, ok := cutAtTaskEntry(elf, kind, res.Frames)
+	if !ok && kind == "freertos" && len(res.Frames) > 0 && res.Frames[len(res.Frames)-1].Kind == unwinders.KindNormal {
+		if exit, found := elf.Symbol("prvTaskExitError"); found {
+			for _, u := range chain {
+				if c, err := u.Step(t, res.Frames); err == nil && c.PC&^1 == exit {
+					n, ok = len(res.Frames), true
+					break
+				}
+			}
+		}
+	}
+	if !ok {
+		return false
+	}
+	res.Frames = res.Frames[:n]
+	res.Stop = unwinders.Stop{Kind: unwinders.StopEndOfStack, Detail: "task entry"}
+	return true
+}
+
+// discoverThreads finds the RTOS threads of the dump, before the crash's
+// own walk: the current thread's stack then bounds that walk (a stack scan
+// must not wander into another task's stack).
+func discoverThreads(elf *elfsym.File, t *unwinders.Target, regs unwinders.Registers, r *Report) *rtos.Kernel {
+	if elf == nil {
+		return nil
+	}
+	k, err := rtos.Discover(rtos.Input{ELF: elf, Mem: t.Mem, Regs: regs})
+	if err != nil {
+		r.Warnings = append(r.Warnings, err.Error())
+		return nil
+	}
+	if k == nil {
+		return nil
+	}
+	r.RTOS = &RTOSJSON{Kind: k.Kind, Source: k.Source}
+	for _, w := range k.Warnings {
+		r.Warnings = append(r.Warnings, k.Kind+": "+w)
+	}
+	for _, th := range k.Threads {
+		if th.Current && th.Stack.Start != 0 && th.Stack.End > th.Stack.Start {
+			t.ProcessStack = unwinders.Range{Lo: th.Stack.Start, Hi: th.Stack.End}
+		}
+	}
+	return k
+}
+
+// threadReports walks every non-current thread and fills r.Threads. It
+// runs after r.Frames is final: the current thread shares them.
+func threadReports(elf *elfsym.File, t *unwinders.Target, k *rtos.Kernel, chain []unwinders.Unwinder, maxFrames int, r *Report) {
+	if maxFrames <= 0 || maxFrames > maxThreadFrames {
+		maxFrames = maxThreadFrames
+	}
+	r.Threads = make([]ThreadJSON, 0, len(k.Threads))
+	for _, th := range k.Threads {
+		j := ThreadJSON{
+			Name: th.Name, State: string(th.State), Current: th.Current, Priority: th.Priority,
+			ID: Hex(th.ID), WaitingOn: th.WaitingOn, Diagnosis: th.Diagnosis, Raw: th,
+			Stack: StackJSON{HighWaterBytes: th.Stack.HighWaterBytes, Overflow: th.Stack.Overflow},
+		}
+		if th.BasePriority >= 0 && th.BasePriority != th.Priority {
+			bp := th.BasePriority
+			j.BasePriority = &bp
+		}
+		if th.Stack.Start != 0 {
+			j.Stack.Start = Hex(th.Stack.Start)
+		}
+		if th.Stack.End != 0 {
+			j.Stack.End = Hex(th.Stack.End)
+		}
+		if th.Stack.SP != 0 {
+			j.Stack.SP = Hex(th.Stack.SP)
+		}
+		switch {
+		case th.Current:
+			j.Frames, j.Stop, j.Walk = r.Frames, r.Stop, r.Walk
+		case th.Err != nil:
+			j.Error = th.Err.Error()
+			j.Frames = []FrameJSON{}
+			j.Stop = "context not recovered"
+		default:
+			tt := *t
+			if th.Stack.Start != 0 && th.Stack.End > th.Stack.Start {
+				tt.ProcessStack = unwinders.Range{Lo: th.Stack.Start, Hi: th.Stack.End}
+			}
+			res := unwinders.Walk(&tt, th.Regs, chain, unwinders.Options{MaxFrames: maxFrames})
+			j.Stop = res.Stop.String()
+			if cutWalk(elf, &tt, chain, k.Kind, &res) {
+				j.Stop = taskEntryStop
+			}
+			j.Walk = res
+			var symErrs []string
+			j.Frames, symErrs = symbolizeFrames(elf, res.Frames)
+			for _, e := range symErrs {
+				r.Warnings = append(r.Warnings, fmt.Sprintf("thread %s: %s: file:line or inlined frames may be missing", th.Name, e))
+			}
+		}
+		r.Threads = append(r.Threads, j)
+	}
+}

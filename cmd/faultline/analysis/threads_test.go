@@ -1,0 +1,138 @@
+package analysis
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/faultline-dev/faultline/crashdump"
+	"github.com/faultline-dev/faultline/elfsym"
+)
+
+const rtosFixtures = "../../../fixtures/rtos/freertos"
+
+type oracleTasks struct {
+	Tasks []struct {
+		Name     string `json:"name"`
+		State    string `json:"state"`
+		Priority int    `json:"priority"`
+		Current  bool   `json:"current"`
+		Frames   []struct {
+			Function string `json:"function"`
+			Kind     string `json:"kind"`
+		} `json:"frames"`
+	} `json:"tasks"`
+}
+
+// taskScore is one build's per-task result against GDB.
+type taskScore struct {
+	build                     string
+	tasks, found, exact, tail int
+	accuracy                  float64
+	mismatches                []string
+}
+
+// scoreRTOSFixture analyses one oracle dump and compares every thread with
+// GDB's backtrace of the same task (its tail-call frames, which GDB
+// synthesizes from DWARF call-site information and no return-address walk
+// can see, left out).
+func scoreRTOSFixture(t *testing.T, build string) taskScore {
+	elf, err := elfsym.Open("../../../firmware-samples/rtos-freertos/build/" + build + ".elf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := crashdump.Load(filepath.Join(rtosFixtures, build+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Analyze(elf, d, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o oracleTasks
+	b, err := os.ReadFile(filepath.Join(rtosFixtures, build+".tasks.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &o); err != nil {
+		t.Fatal(err)
+	}
+	if r.RTOS == nil || len(r.Threads) == 0 {
+		t.Fatalf("%s: no threads found", build)
+	}
+	if !r.Threads[0].Current || fmt.Sprint(r.Threads[0].Frames) != fmt.Sprint(r.Frames) {
+		t.Errorf("%s: the current thread is not first or its frames differ from the report's", build)
+	}
+	byName := map[string]ThreadJSON{}
+	for _, th := range r.Threads {
+		byName[th.Name] = th
+	}
+	s := taskScore{build: build, tasks: len(o.Tasks)}
+	for _, w := range o.Tasks {
+		th, ok := byName[w.Name]
+		if !ok {
+			t.Errorf("%s: task %s not found", build, w.Name)
+			continue
+		}
+		if th.State != w.State || th.Priority != w.Priority || th.Current != w.Current {
+			t.Errorf("%s: task %s: %s prio %d current %v, GDB/kernel say %s prio %d current %v", build, w.Name, th.State, th.Priority, th.Current, w.State, w.Priority, w.Current)
+			continue
+		}
+		s.found++
+		var truth []string
+		for _, f := range w.Frames {
+			switch f.Kind {
+			case "tailcall":
+				s.tail++
+			case "exception":
+			default:
+				truth = append(truth, f.Function)
+			}
+		}
+		cand := CandidateNames(th.Frames, true)
+		sc := ScoreNames(truth, cand)
+		s.accuracy += sc.FrameAccuracy
+		if sc.Exact {
+			s.exact++
+		} else {
+			s.mismatches = append(s.mismatches, fmt.Sprintf("%s: got %v, GDB %v", w.Name, cand, truth))
+		}
+	}
+	s.accuracy /= float64(max(s.tasks, 1))
+	return s
+}
+
+// The per-task accuracy on the FreeRTOS-lookalike fixtures (README,
+// "RTOS threads"): every task found with GDB's name, state and priority,
+// and the auto walk of each compared with GDB's backtrace of the same
+// task. Run with -v for the table.
+func TestRTOSThreadsAgainstGDB(t *testing.T) {
+	paths, _ := filepath.Glob(filepath.Join(rtosFixtures, "*.tasks.json"))
+	if len(paths) == 0 {
+		t.Fatal("no fixtures")
+	}
+	sort.Strings(paths)
+	var rows []string
+	total, exact := 0, 0
+	for _, p := range paths {
+		build := strings.TrimSuffix(filepath.Base(p), ".tasks.json")
+		s := scoreRTOSFixture(t, build)
+		total += s.tasks
+		exact += s.exact
+		rows = append(rows, fmt.Sprintf("| %s | %d | %d | %d | %.1f%% | %d |", build, s.tasks, s.found, s.exact, 100*s.accuracy, s.tail))
+		for _, m := range s.mismatches {
+			t.Logf("%s: %s", build, m)
+		}
+	}
+	t.Logf("\n| build | tasks | name, state, priority = oracle | backtrace = GDB | frame accuracy | GDB tail-call frames left out |\n|---|---|---|---|---|---|\n%s\n| all | %d | | %d | | |", strings.Join(rows, "\n"), total, exact)
+	// Every mismatch is explained in the README; a regression shows here.
+	if exact < total*minExactPercent/100 {
+		t.Errorf("only %d of %d task backtraces equal GDB's (want at least %d%%)", exact, total, minExactPercent)
+	}
+}
+
+const minExactPercent = 100
