@@ -10,7 +10,8 @@ import (
 
 // benchFiles are opened by the benchmarks: a small test program and the
 // largest firmware sample, when present.
-var benchFiles = []string{"testdata/gcc-inline-O2.elf", "testdata/clang-inline-O2-dwarf5.elf", "../firmware-samples/build/gcc-m4f-O0.elf"}
+var benchFiles = []string{"testdata/gcc-inline-O2.elf", "testdata/clang-inline-O2-dwarf5.elf", "../firmware-samples/build/gcc-m4f-O0.elf",
+	"testdata/cxx/build/gcc-cxx-O2.elf", "testdata/cxx/build/clang-cxx-O0.elf"}
 
 // BenchmarkOpen measures NewFile: header validation, the symbol indexes and
 // the compilation unit index (line tables are decoded lazily).
@@ -55,11 +56,24 @@ func BenchmarkOpenAndDecodeAll(b *testing.B) {
 	}
 }
 
+// benchCase names the oracle cases the per-address benchmarks run on: C
+// test programs, a C firmware sample, and libstdc++-heavy C++ firmware of
+// both compilers (long mangled names, deep inline chains).
+var benchCase = map[string]bool{
+	"gcc-inline-O2":                         true,
+	"clang-inline-O2-dwarf5":                true,
+	"firmware-samples/gcc-m4f-O2-unwind":    true,
+	"cxx/gcc-cxx-O2":                        true,
+	"cxx/clang-cxx-O2":                      true,
+	"firmware-samples/matrix/gcc-m3-O2-cxx": true,
+	"firmware-samples/cxx/gcc-m4f-O2":       true,
+}
+
 // BenchmarkSymbolize measures Symbolize per address over every instruction
 // address of the oracle (units already decoded).
 func BenchmarkSymbolize(b *testing.B) {
 	for _, c := range oracleCases(b) {
-		if c.name != "gcc-inline-O2" && c.name != "clang-inline-O2-dwarf5" && c.name != "firmware-samples/gcc-m4f-O0" {
+		if !benchCase[c.name] {
 			continue
 		}
 		_, ents, err := readOracle(c.oracle)
@@ -81,12 +95,12 @@ func BenchmarkSymbolize(b *testing.B) {
 	}
 }
 
-// BenchmarkAddr2LineText is what `faultline symbolize` does per address
-// on the sample firmware: AppendSymbolize into a reused slice and
-// AppendAddr2Line into a reused buffer (units already decoded).
+// BenchmarkAddr2LineText is what `faultline symbolize` does per address:
+// AppendAddr2LineText into a reused buffer, without and with -C (units
+// decoded, and names demangled, by the first iterations).
 func BenchmarkAddr2LineText(b *testing.B) {
 	for _, c := range oracleCases(b) {
-		if c.name != "gcc-inline-O2" && c.name != "firmware-samples/gcc-m4f-O2-unwind" {
+		if !benchCase[c.name] {
 			continue
 		}
 		_, ents, err := readOracle(c.oracle)
@@ -97,17 +111,21 @@ func BenchmarkAddr2LineText(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Run(c.name, func(b *testing.B) {
-			var locs []Location
-			var text []byte
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				locs, _ = f.AppendSymbolize(locs[:0], ents[i%len(ents)].addr)
-				text = AppendAddr2Line(text[:0], locs, false)
-				i++
+		for _, demangle := range []bool{false, true} {
+			name := c.name
+			if demangle {
+				name += "/demangle"
 			}
-		})
+			b.Run(name, func(b *testing.B) {
+				var text []byte
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					text, _ = f.AppendAddr2LineText(text[:0], ents[i%len(ents)].addr, demangle)
+					i++
+				}
+			})
+		}
 	}
 }
 

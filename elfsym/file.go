@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/faultline-dev/faultline/unwinders"
 )
@@ -112,6 +113,11 @@ type File struct {
 	syms     symtab
 	dw       *dwarfIndex
 	warnings []string
+
+	// demangled caches Demangle per mangled name (string -> string):
+	// a chain's names repeat from address to address, and demangling a
+	// libstdc++ template name costs tens of microseconds.
+	demCache sync.Map
 }
 
 // Open reads the ELF file at path and builds its indexes. The file is read

@@ -286,14 +286,14 @@ func TestAddr2LineOracle(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			sha, ents, err := readOracle(c.oracle)
 			if err != nil {
-				t.Fatalf("%v (regenerate with: cd elfsym/testdata && ./gen-oracle.sh %s)", err, c.elf)
+				t.Fatalf("%v (regenerate with: cd elfsym/testdata && ./gen-oracle.sh %s)", err, filepath.Join("..", c.elf))
 			}
 			data, err := os.ReadFile(c.elf)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != sha {
-				t.Fatalf("%s is stale: the ELF changed (regenerate with: cd elfsym/testdata && ./gen-oracle.sh %s)", c.oracle, c.elf)
+				t.Fatalf("%s is stale: the ELF changed (regenerate with: cd elfsym/testdata && ./gen-oracle.sh %s)", c.oracle, filepath.Join("..", c.elf))
 			}
 			f, err := NewFile(bytes.NewReader(data), c.elf)
 			if err != nil {

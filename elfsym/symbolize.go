@@ -76,6 +76,25 @@ func (f *File) symbolize(addr uint32, skip func(*fnode) bool) ([]Location, error
 }
 
 func (f *File) appendSymbolize(dst []Location, addr uint32, skip func(*fnode) bool) ([]Location, error) {
+	return f.appendSymbolizeOpt(dst, addr, skip, true)
+}
+
+// AppendAddr2LineText appends what `addr2line -f -i` (with demangle, -C)
+// prints for addr: AppendSymbolize and AppendAddr2LineAt in one step,
+// except that names are demangled only when the text shows them (each
+// distinct name once per File). It allocates only to grow dst (and for
+// the first demangling of a name). The error is Symbolize's.
+func (f *File) AppendAddr2LineText(dst []byte, addr uint32, demangle bool) ([]byte, error) {
+	var buf [16]Location
+	locs, err := f.appendSymbolizeOpt(buf[:0], addr, nil, demangle)
+	return f.AppendAddr2LineAt(dst, addr, locs, demangle), err
+}
+
+// appendSymbolizeOpt is appendSymbolize; without readable, the Function
+// of a level with a linkage name is left empty (the text form without -C
+// prints the linkage names only).
+func (f *File) appendSymbolizeOpt(dst []Location, addr uint32, skip func(*fnode) bool, readable bool) ([]Location, error) {
+
 	sec := f.allocSectionAt(addr)
 	if sec == nil {
 		return dst, nil
@@ -140,7 +159,9 @@ func (f *File) appendSymbolize(dst []Location, addr uint32, skip func(*fnode) bo
 	if !found && (!haveSym || inGap) {
 		return dst, err
 	}
-	loc.Function = demangledOrRaw(loc.LinkageName)
+	if readable {
+		loc.Function = f.demangled(loc.LinkageName)
+	}
 	base := len(dst)
 	locs := append(dst, loc)
 	for fn >= 0 && u.nodes[fn].inlined && u.nodes[fn].parent >= 0 && len(locs)-base <= len(u.nodes) {
@@ -149,7 +170,7 @@ func (f *File) appendSymbolize(dst []Location, addr uint32, skip func(*fnode) bo
 		p := &u.nodes[n.parent]
 		pname := f.a2lName(p, addr, a2l, haveSym, false)
 		locs = append(locs, Location{
-			Function:    demangledOrRaw(pname),
+			Function:    readableName(f, pname, readable),
 			LinkageName: pname,
 			Symbol:      raw,
 			Offset:      off,
@@ -196,6 +217,14 @@ func (f *File) a2lName(n *fnode, addr uint32, sym sym, haveSym, innermost bool) 
 		return first.name
 	}
 	return n.name
+}
+
+// readableName is f.demangled(name) when readable, else "".
+func readableName(f *File, name string, readable bool) string {
+	if !readable {
+		return ""
+	}
+	return f.demangled(name)
 }
 
 // findWithLen is find that also returns the length of the sequence used,
@@ -282,7 +311,7 @@ func (f *File) AppendAddr2LineAt(dst []byte, addr uint32, locs []Location, deman
 		if sec := f.allocSectionAt(addr); sec != nil {
 			if a2l, ok := f.addr2lineSymbol(addr, sec); ok {
 				l := locs[0]
-				l.LinkageName, l.Function = a2l.name, demangledOrRaw(a2l.name)
+				l.LinkageName, l.Function = a2l.name, f.demangled(a2l.name)
 				return AppendAddr2Line(dst, []Location{l}, demangle)
 			}
 		}
@@ -292,7 +321,7 @@ func (f *File) AppendAddr2LineAt(dst []byte, addr uint32, locs []Location, deman
 			if a2l, ok := f.addr2lineSymbol(addr, sec); ok && a2l.size > 0 && uint64(addr) >= uint64(a2l.start)+uint64(a2l.size) {
 				name := a2l.name
 				if demangle {
-					name = demangledOrRaw(name)
+					name = f.demangled(name)
 				}
 				// addr2line's file is then the STT_FILE symbol's name.
 				file := a2l.file

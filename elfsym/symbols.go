@@ -634,3 +634,18 @@ func demangledOrRaw(name string) string {
 	}
 	return name
 }
+
+// demangled is demangledOrRaw through the File's cache: each distinct
+// mangled name is demangled once. Names that cannot be mangled return at
+// once.
+func (f *File) demangled(name string) string {
+	if len(name) < 2 || name[0] != '_' || (name[1] != 'Z' && name[1] != 'R') {
+		return name
+	}
+	if d, ok := f.demCache.Load(name); ok {
+		return d.(string)
+	}
+	d := demangledOrRaw(name)
+	f.demCache.Store(name, d)
+	return d
+}

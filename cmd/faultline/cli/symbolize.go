@@ -54,8 +54,7 @@ llvm-symbolizer does.`,
 			defer out.Flush()
 			var (
 				results []elfsym.AddrLocations
-				locs    []elfsym.Location // reused for every address
-				text    []byte            // one address's text, reused
+				text    []byte // one address's text, reused
 			)
 			do := func(a uint32) error {
 				if format == "json" {
@@ -63,12 +62,12 @@ llvm-symbolizer does.`,
 					return nil
 				}
 				var err error
-				locs, err = elf.AppendSymbolize(locs[:0], a)
+				// Names are demangled only with -C, once each.
+				text, err = elf.AppendAddr2LineText(text[:0], a, demangle)
 				if err != nil {
 					// addr2line prints what it can and carries on.
 					fmt.Fprintf(cmd.ErrOrStderr(), "faultline: 0x%08x: %v\n", a, err)
 				}
-				text = elf.AppendAddr2LineAt(text[:0], a, locs, demangle)
 				_, err = out.Write(text)
 				return err
 			}
@@ -86,14 +85,17 @@ llvm-symbolizer does.`,
 					}
 				}
 			} else {
-				if f, ok := cmd.InOrStdin().(*os.File); ok && f == os.Stdin && os.Getenv("GOGC") == "" {
+				if f, ok := cmd.InOrStdin().(*os.File); ok && f == os.Stdin && os.Getenv("GOGC") == "" && largeELF(elfPath) {
 					// A stream of addresses may decode every unit of a
 					// large ELF: its tables become most of the heap and
 					// stay live, so the default collector target (twice
 					// the live heap) would double the peak memory. Half
-					// as much headroom costs a few percent of CPU. (Only
-					// in a process of our own: tests run this
-					// in-process.)
+					// as much headroom costs a few percent of CPU. A
+					// firmware-sized ELF keeps the default: its tables
+					// are a few MB, and a tighter target there only
+					// makes the collector run more often while they are
+					// built. (Only in a process of our own: tests run
+					// this in-process.)
 					defer debug.SetGCPercent(debug.SetGCPercent(50))
 				}
 				// Like addr2line, answer every address that has arrived
@@ -131,6 +133,17 @@ llvm-symbolizer does.`,
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text|json")
 	cmd.Flags().BoolVarP(&demangle, "demangle", "C", false, "demangle C++ names (like addr2line -C)")
 	return cmd
+}
+
+// largeELFBytes is the ELF size from which symbolize trades a little CPU
+// for memory (GOGC=50): far above firmware images (a few MB with DWARF),
+// reached by generated or application-processor images.
+const largeELFBytes = 32 << 20
+
+// largeELF reports whether the file at path has at least largeELFBytes.
+func largeELF(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Size() >= largeELFBytes
 }
 
 // flushingReader flushes w before each read from r, so that what has been
