@@ -1,0 +1,118 @@
+package analysis
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/faultline-dev/faultline/crashdump"
+	"github.com/faultline-dev/faultline/elfsym"
+)
+
+// zephyrTruth is fixtures/rtos-zephyr/<build>.threads.json: each thread's
+// backtrace as GDB gave it in QEMU from the thread's saved context.
+type zephyrTruth struct {
+	Threads []struct {
+		ID      string `json:"id"`
+		Name    string `json:"name"`
+		Current bool   `json:"current"`
+		Frames  []struct {
+			Function string `json:"function"`
+			Kind     string `json:"kind"`
+		} `json:"frames"`
+	} `json:"threads"`
+}
+
+// TestZephyrThreadBacktraces compares faultline's own backtrace of every
+// thread of the Zephyr-like kernel (the auto walk from the registers the
+// rtos package recovered) with GDB's in QEMU, for the native dump at the
+// HardFault and for the Zephyr coredump the firmware wrote. GDB adds the
+// functions that tail-called their callee (kind "tailcall", synthesized
+// from DWARF call-site information); they are not on the stack, so they
+// are left out of the comparison. For the native dump the crashing thread's
+// backtrace starts with the handler and the exception frame.
+func TestZephyrThreadBacktraces(t *testing.T) {
+	root := filepath.Join("..", "..", "..")
+	oracles, err := filepath.Glob(filepath.Join(root, "fixtures", "rtos-zephyr", "*.threads.json"))
+	if err != nil || len(oracles) == 0 {
+		t.Fatalf("no oracle: %v", err)
+	}
+	exact, total := 0, 0
+	for _, p := range oracles {
+		build := strings.TrimSuffix(filepath.Base(p), ".threads.json")
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var truth zephyrTruth
+		if err := json.Unmarshal(b, &truth); err != nil {
+			t.Fatal(err)
+		}
+		elf, err := elfsym.Open(filepath.Join(root, "firmware-samples", "rtos-zephyr", "build", build+".elf"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, dump := range []string{build + ".json", build + ".zephyr.log"} {
+			t.Run(dump, func(t *testing.T) {
+				d, err := crashdump.Load(filepath.Join(root, "fixtures", "rtos-zephyr", dump))
+				if err != nil {
+					t.Fatal(err)
+				}
+				r, err := Analyze(elf, d, Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.RTOS == nil || len(r.Threads) != len(truth.Threads) {
+					t.Fatalf("rtos %+v, %d threads: want zephyr with %d", r.RTOS, len(r.Threads), len(truth.Threads))
+				}
+				byID := map[string]ThreadJSON{}
+				for _, th := range r.Threads {
+					byID[th.ID] = th
+				}
+				for _, tt := range truth.Threads {
+					total++
+					th, ok := byID["0x"+strings.TrimPrefix(tt.ID, "0x")]
+					if !ok {
+						for _, x := range r.Threads {
+							if x.Name == tt.Name {
+								th, ok = x, true
+							}
+						}
+					}
+					if !ok {
+						t.Errorf("thread %s %s not reported", tt.ID, tt.Name)
+						continue
+					}
+					var want, got []string
+					if tt.Current && strings.HasSuffix(dump, ".json") {
+						want = append(want, "HardFault_Handler")
+					}
+					for _, f := range tt.Frames {
+						if f.Kind != "tailcall" {
+							want = append(want, f.Function)
+						}
+					}
+					frames := th.Frames
+					if tt.Current {
+						frames = r.Frames
+					}
+					for _, f := range frames {
+						if f.Kind == "exception" || f.Kind == "gap" {
+							continue
+						}
+						got = append(got, f.Function)
+					}
+					if strings.Join(got, " < ") != strings.Join(want, " < ") {
+						t.Errorf("thread %s: faultline %q\nGDB (without tail-call frames) %q", tt.Name, got, want)
+						continue
+					}
+					exact++
+				}
+			})
+		}
+		elf.Close()
+	}
+	t.Logf("%d of %d thread backtraces equal GDB's (tail-call frames aside)", exact, total)
+}
