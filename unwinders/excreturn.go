@@ -254,6 +254,12 @@ func Unstack(t *Target, handler *Frame, exc ExcReturn, handlerSP uint32) (pseudo
 		PC: w[6] &^ 1, SP: ef.CallerSP, Regs: r, Kind: KindNormal, Method: MethodException,
 		Confidence: ConfidenceHigh, Note: note,
 	}
+	if ipsr, ok := handler.Regs.IPSR(); ok && ipsr == excSVCall && w[6] >= 2 {
+		if h, err := ReadU16(t.Mem, w[6]&^1-2); err == nil && h&0xFF00 == 0xDF00 {
+			interrupted.AfterSVC = true
+			interrupted.Note = joinNote(interrupted.Note, fmt.Sprintf("interrupted by its own svc #%d at 0x%08x: looked up there", h&0xFF, w[6]&^1-2))
+		}
+	}
 	if w[6]&1 != 0 {
 		interrupted.Note = joinNote(interrupted.Note, fmt.Sprintf("stacked return address 0x%08x has bit 0 set, which the core never stacks", w[6]))
 		interrupted.Confidence = ConfidenceMedium
@@ -303,3 +309,6 @@ func joinNote(a, b string) string {
 	}
 	return a + "; " + b
 }
+
+// excSVCall is the exception number of SVCall (ARMv7-M ARM B1.5.2).
+const excSVCall = 11

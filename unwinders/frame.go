@@ -81,6 +81,11 @@ type Frame struct {
 	ReturnAddress bool
 	// Exception describes the stacked frame of an exception pseudo-frame.
 	Exception *ExceptionFrame
+	// AfterSVC is set on the frame an SVCall exception interrupted right
+	// after its svc instruction: SVC is synchronous and complete, so the
+	// stacked PC is the next instruction and the frame is looked up at the
+	// svc (PC-2), like a return address. Interrupts stay at PC.
+	AfterSVC bool
 	// Call is the verdict of the call-target check on this frame's return
 	// address against the frame before it (CallUnchecked for frames that
 	// are not return addresses).
@@ -93,7 +98,7 @@ type Frame struct {
 // LookupPC returns the address at which the frame's code should be looked
 // up: PC itself, or PC-2 for a return address (cortex-m.md 6.3).
 func (f *Frame) LookupPC() uint32 {
-	if f.ReturnAddress && f.PC >= 2 {
+	if (f.ReturnAddress || f.AfterSVC) && f.PC >= 2 {
 		return f.PC - 2
 	}
 	return f.PC

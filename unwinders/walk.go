@@ -222,7 +222,8 @@ func walk(t *Target, regs Registers, chain []Unwinder, opt Options) Result {
 			// track them: handler code does not move PSP.
 			h := cur
 			h.Regs = caller.Regs
-			for _, reg := range []Reg{PSP, MSP} {
+			for _, reg := range []Reg{PSP, MSP, XPSR} { // IPSR: the handler's exception
+
 				if v, ok := cur.Regs.Get(reg); ok && !h.Regs.Known(reg) {
 					h.Regs.Set(reg, v)
 				}

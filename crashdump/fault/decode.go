@@ -188,6 +188,8 @@ func (d *decoder) exception() {
 			d.rep.Exception = ExceptionName(prof, 0)
 			if prof == unwinders.V6M {
 				d.note("IPSR is 0 (Thread mode): no exception was active when the registers were captured; on ARMv6-M there are no fault status registers to infer a fault from.")
+			} else if !d.hasCFSR && !d.hasHFSR {
+				d.note("IPSR is 0 (Thread mode): no exception was active when the registers were captured.")
 			} else {
 				d.note("IPSR is 0 (Thread mode) and the fault status registers record no fault: no exception was active when the registers were captured.")
 			}
@@ -384,12 +386,17 @@ func (d *decoder) explain() {
 		d.note("ARMv6-M has no configurable faults and no fault status registers (CFSR, HFSR): every fault is a HardFault, and its cause must be read from the faulting instruction.%s", ignored)
 		d.lockup()
 		return
-	case !d.hasCFSR && !d.hasHFSR:
+	case !d.hasCFSR && !d.hasHFSR && (isFaultException(d.rep.Number) || d.rep.Exception == "unknown"):
 		d.note("The fault status registers (CFSR, HFSR) are not in the dump, so the cause of the fault is unknown.")
+	case !d.hasCFSR && !d.hasHFSR:
+		d.note("The fault status registers (CFSR, HFSR) are not in the dump.")
 	case !d.hasCFSR:
 		d.note("CFSR is not in the dump: which configurable fault happened is unknown.")
 	case !d.hasHFSR:
 		d.note("HFSR is not in the dump.")
+	}
+	if what := notAFault(d.rep.Number); what != "" && d.rep.Exception != "" {
+		d.note("%s (exception %d) is %s, not a fault: the core was in its handler when the registers were captured.", d.rep.Exception, d.rep.Number, what)
 	}
 	if d.prof == unwinders.ProfileUnknown {
 		d.note("The CPU's architecture profile is unknown; the fault status registers were decoded as ARMv7-M/ARMv8-M.")
@@ -666,4 +673,29 @@ func (d *decoder) lockup() {
 			return
 		}
 	}
+}
+
+// isFaultException reports whether exception n is a fault: HardFault,
+// MemManage, BusFault, UsageFault or SecureFault (ARMv7-M ARM B1.5.2,
+// ARMv8-M ARM B3.2).
+func isFaultException(n int) bool { return n >= 3 && n <= 7 }
+
+// notAFault says what exception n is when it is an exception other than a
+// fault (a supervisor call, an interrupt), "" otherwise.
+func notAFault(n int) string {
+	switch {
+	case n == 2:
+		return "the non-maskable interrupt"
+	case n == 11:
+		return "a supervisor call made by an svc instruction"
+	case n == 12:
+		return "a debug monitor exception"
+	case n == 14:
+		return "a software-pended service request (PendSV, commonly the context switch)"
+	case n == 15:
+		return "the system timer's interrupt (SysTick)"
+	case n >= 16 && n <= 511:
+		return "a peripheral interrupt"
+	}
+	return ""
 }

@@ -116,7 +116,7 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 	kernel := discoverThreads(elf, t, d.Regs, r)
 	res := unwinders.Walk(t, d.Regs, chain, unwinders.Options{MaxFrames: maxFrames})
 	r.Target = t
-	r.Stop = res.Stop.String()
+	r.Stop = demangleText(elf, res.Stop.String())
 	if kernel != nil && cutWalk(elf, t, chain, kernel.Kind, &res) {
 		r.Stop = taskEntryStop
 	}
@@ -136,6 +136,9 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 	}
 	var symErrs []string
 	r.Frames, symErrs = symbolizeFrames(elf, res.Frames)
+	for i := range r.Frames {
+		r.Frames[i].Note = demangleText(elf, r.Frames[i].Note)
+	}
 	for _, e := range symErrs {
 		r.Warnings = append(r.Warnings, e+": file:line or inlined frames may be missing")
 	}

@@ -174,13 +174,16 @@ func threadReports(elf *elfsym.File, t *unwinders.Target, k *rtos.Kernel, chain 
 				tt.ProcessStack = unwinders.Range{Lo: th.Stack.Start, Hi: th.Stack.End}
 			}
 			res := unwinders.Walk(&tt, th.Regs, chain, unwinders.Options{MaxFrames: maxFrames})
-			j.Stop = res.Stop.String()
+			j.Stop = demangleText(elf, res.Stop.String())
 			if cutWalk(elf, &tt, chain, k.Kind, &res) {
 				j.Stop = taskEntryStop
 			}
 			j.Walk = res
 			var symErrs []string
 			j.Frames, symErrs = symbolizeFrames(elf, res.Frames)
+			for i := range j.Frames {
+				j.Frames[i].Note = demangleText(elf, j.Frames[i].Note)
+			}
 			for _, e := range symErrs {
 				r.Warnings = append(r.Warnings, fmt.Sprintf("thread %s: %s: file:line or inlined frames may be missing", th.Name, e))
 			}
