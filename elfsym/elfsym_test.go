@@ -528,3 +528,21 @@ func TestIvIndexUnsorted(t *testing.T) {
 		t.Error("0x340 is past every item")
 	}
 }
+
+// TestDemangle: the entry point picks the right demangler (see
+// internal/rustdemangle for the Rust oracles).
+func TestDemangle(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"_ZN11cortex_m_rt18__cortex_m_rt_main17h4f3a9c1d7e2b6a05E", "cortex_m_rt::__cortex_m_rt_main"},
+		{"_RNvCs8cwT8Fceb3f_7symbols4main", "symbols::main"},
+		{"_ZN9telemetry4RingItLj7EE3popERt", "telemetry::Ring<unsigned short, 7u>::pop(unsigned short&)"},
+		{"_ZN3foo3barE", "foo::bar"},
+		{"main", "main"},
+		{"_Zbogus", "_Zbogus"},
+		{"_Rbogus", "_Rbogus"},
+	} {
+		if got := Demangle(c.in); got != c.want {
+			t.Errorf("Demangle(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ianlancetaylor/demangle"
 
+	"github.com/faultline-dev/faultline/elfsym/internal/rustdemangle"
 	"github.com/faultline-dev/faultline/unwinders"
 )
 
@@ -624,12 +625,30 @@ func (ix *ivIndex[T]) containing(addr uint32, fn func(*T) bool) {
 	}
 }
 
-// demangledOrRaw returns the demangled form of a C++ symbol name, or name.
+// Demangle returns the readable form of a symbol name: C++ (Itanium ABI)
+// as c++filt prints it, Rust's legacy and v0 manglings as rustfilt prints
+// them by default (legacy without its hash, v0 without crate
+// disambiguators), or name itself when it is not a mangled name. It is the
+// entry point for any name a report shows (notes, stop reasons, frames).
+func Demangle(name string) string {
+	return demangledOrRaw(name)
+}
+
+// demangledOrRaw is Demangle.
 func demangledOrRaw(name string) string {
+	if !strings.HasPrefix(name, "_Z") && !strings.HasPrefix(name, "_R") {
+		return name
+	}
+	if d, ok := rustdemangle.Demangle(name); ok {
+		return d
+	}
 	if !strings.HasPrefix(name, "_Z") {
 		return name
 	}
-	if d, err := demangle.ToString(name); err == nil {
+	// Rust legacy names were tried above (with the hash element they
+	// always have); the C++ demangler must not treat them, or a
+	// hash-less _ZN...E, as Rust: it drops one underscore of "__x".
+	if d, err := demangle.ToString(name, demangle.NoRust); err == nil {
 		return d
 	}
 	return name
