@@ -118,6 +118,7 @@ type File struct {
 	// a chain's names repeat from address to address, and demangling a
 	// libstdc++ template name costs tens of microseconds.
 	demCache sync.Map
+	memo     sync.Map // string -> *memoEntry (Memo)
 }
 
 // Open reads the ELF file at path and builds its indexes. The file is read
@@ -589,4 +590,22 @@ func (f *File) sectionsIn(p ProgInfo) string {
 // address. The data aliases the File's memory and must not be modified.
 func (f *File) Segments() []unwinders.Region {
 	return append([]unwinders.Region(nil), f.segments...)
+}
+
+// memoEntry is one value of File.Memo.
+type memoEntry struct {
+	once sync.Once
+	v    any
+}
+
+// Memo returns the value stored under key, calling build to compute it the
+// first time: an index another package derives from the file alone (rtos's
+// kernel struct layouts) is then built once per file instead of once per
+// dump. Safe for concurrent use; build runs at most once per key and must
+// not call Memo itself.
+func (f *File) Memo(key string, build func() any) any {
+	e, _ := f.memo.LoadOrStore(key, &memoEntry{})
+	m := e.(*memoEntry)
+	m.once.Do(func() { m.v = build() })
+	return m.v
 }

@@ -212,6 +212,57 @@ func (r *frReader) walkList(name string, list uint32) ([]uint32, error) {
 	return owners, nil
 }
 
+// namedList is one kernel list global.
+type namedList struct {
+	name string
+	addr uint32
+}
+
+// frStatic is what discovery derives from the ELF alone: computed once
+// per file (elfsym.File.Memo), shared by every dump of that firmware.
+type frStatic struct {
+	curSym   uint32
+	l        *frLayout
+	port     frPort
+	lists    []namedList // in the order tasks are reported after the current one
+	warnings []string
+}
+
+func freertosStatic(f *elfsym.File, curSym uint32) *frStatic {
+	return f.Memo("rtos/freertos", func() any {
+		st := &frStatic{curSym: curSym}
+		ts := NewTypes(f.DWARF())
+		l, err := typesLayout(ts)
+		if err != nil {
+			l = defaultLayout()
+			st.warnings = append(st.warnings, fmt.Sprintf("FreeRTOS task structures not usable from the debug information (%v): tasks read with FreeRTOS's default layout (mini list items, no MPU wrappers, 16-character names); names and priorities may be wrong for another configuration", err))
+		}
+		st.l, st.port = l, detectPort(f, l.mpu >= 0)
+		if ready, ok := f.Symbol("pxReadyTasksLists"); ok {
+			n := 0
+			if v, err := ts.Variable("pxReadyTasksLists"); err == nil && v.Count > 0 {
+				n = v.Count
+			} else if s, ok := f.SymbolFor(ready); ok && s.Start == ready && s.Size > 0 {
+				n = int(s.Size / l.listSize)
+			}
+			if n <= 0 || n > maxPriorities {
+				st.warnings = append(st.warnings, fmt.Sprintf("pxReadyTasksLists: cannot tell how many priorities (%d): ready tasks not listed", n))
+			}
+			for p := min(n, maxPriorities) - 1; p >= 0; p-- {
+				st.lists = append(st.lists, namedList{fmt.Sprintf("pxReadyTasksLists[%d]", p), ready + uint32(p)*l.listSize})
+			}
+		} else {
+			st.warnings = append(st.warnings, "no pxReadyTasksLists symbol: ready tasks not listed")
+		}
+		for _, n := range []string{"xDelayedTaskList1", "xDelayedTaskList2", "xPendingReadyList", "xSuspendedTaskList", "xTasksWaitingTermination"} {
+			if a, ok := f.Symbol(n); ok {
+				st.lists = append(st.lists, namedList{n, a})
+			}
+		}
+		return st
+	}).(*frStatic)
+}
+
 // discoverFreeRTOS recognises a FreeRTOS kernel by pxCurrentTCB and lists
 // its tasks.
 func discoverFreeRTOS(in Input) (*Kernel, error) {
@@ -219,47 +270,14 @@ func discoverFreeRTOS(in Input) (*Kernel, error) {
 	if !ok {
 		return nil, nil
 	}
-	k := &Kernel{Kind: "freertos"}
-	ts := NewTypes(in.ELF.DWARF())
-	l, err := typesLayout(ts)
-	if err != nil {
-		l = defaultLayout()
-		k.Warnings = append(k.Warnings, fmt.Sprintf("FreeRTOS task structures not usable from the debug information (%v): tasks read with FreeRTOS's default layout (mini list items, no MPU wrappers, 16-character names); names and priorities may be wrong for another configuration", err))
-	}
-	k.Source = l.source
-	r := &frReader{in: in, l: l, k: k, port: detectPort(in.ELF, l.mpu >= 0)}
+	st := freertosStatic(in.ELF, curSym)
+	k := &Kernel{Kind: "freertos", Source: st.l.source, Warnings: append([]string(nil), st.warnings...)}
+	r := &frReader{in: in, l: st.l, k: k, port: st.port}
+	lists := st.lists
 
 	cur, err := r.u32(curSym)
 	if err != nil {
 		return nil, fmt.Errorf("FreeRTOS: pxCurrentTCB at 0x%08x cannot be read from the dump: %v", curSym, err)
-	}
-
-	// The lists, in the order tasks are reported after the current one.
-	type namedList struct {
-		name string
-		addr uint32
-	}
-	var lists []namedList
-	if ready, ok := in.ELF.Symbol("pxReadyTasksLists"); ok {
-		n := 0
-		if v, err := ts.Variable("pxReadyTasksLists"); err == nil && v.Count > 0 {
-			n = v.Count
-		} else if s, ok := in.ELF.SymbolFor(ready); ok && s.Start == ready && s.Size > 0 {
-			n = int(s.Size / l.listSize)
-		}
-		if n <= 0 || n > maxPriorities {
-			k.Warnings = append(k.Warnings, fmt.Sprintf("pxReadyTasksLists: cannot tell how many priorities (%d): ready tasks not listed", n))
-		}
-		for p := min(n, maxPriorities) - 1; p >= 0; p-- {
-			lists = append(lists, namedList{fmt.Sprintf("pxReadyTasksLists[%d]", p), ready + uint32(p)*l.listSize})
-		}
-	} else {
-		k.Warnings = append(k.Warnings, "no pxReadyTasksLists symbol: ready tasks not listed")
-	}
-	for _, n := range []string{"xDelayedTaskList1", "xDelayedTaskList2", "xPendingReadyList", "xSuspendedTaskList", "xTasksWaitingTermination"} {
-		if a, ok := in.ELF.Symbol(n); ok {
-			lists = append(lists, namedList{n, a})
-		}
 	}
 
 	tcbs := []uint32{}
@@ -284,9 +302,13 @@ func discoverFreeRTOS(in Input) (*Kernel, error) {
 		k.Warnings = append(k.Warnings, "pxCurrentTCB is NULL and no task is on any list: the scheduler has not started")
 		return k, nil
 	}
-	st := r.stateLists()
+	sl := r.stateLists()
 	for _, t := range tcbs {
-		k.Threads = append(k.Threads, r.task(t, t == cur, st))
+		th := r.task(t, t == cur, sl)
+		if th.Current && th.Err != nil {
+			k.Warnings = append(k.Warnings, fmt.Sprintf("pxCurrentTCB is 0x%08x, which is not a task control block in the dump: the running task is unknown (the crash's registers are shown as its)", cur))
+		}
+		k.Threads = append(k.Threads, th)
 	}
 	if n, ok := in.ELF.Symbol("uxCurrentNumberOfTasks"); ok {
 		if v, err := r.u32(n); err == nil {
@@ -627,6 +649,9 @@ func (r *frReader) savedContext(t *Thread, tcb uint32) {
 	}
 	regs.Set(unwinders.SP, sp)
 	regs.Set(unwinders.PSP, sp)
+	if pc := hw[6]; !r.in.ELF.IsCode(pc &^ 1) {
+		t.Diagnosis = append(t.Diagnosis, fmt.Sprintf("the saved PC 0x%08x is not in the firmware's code: the saved context is probably corrupt", pc))
+	}
 	t.Regs = regs
 	t.Stack.SP = top
 }
@@ -639,10 +664,10 @@ func (r *frReader) diagnose(t *Thread) {
 		return
 	}
 	switch {
-	case s.SP < s.Start:
+	case s.SP < s.Start && s.Start-s.SP <= maxStackScan:
 		s.Overflow = true
 		t.Diagnosis = append(t.Diagnosis, fmt.Sprintf("stack overflowed: saved SP 0x%08x is %d bytes below the stack's start 0x%08x", s.SP, s.Start-s.SP, s.Start))
-	case s.End != 0 && s.SP > s.End:
+	case s.SP < s.Start || (s.End != 0 && s.SP > s.End):
 		t.Diagnosis = append(t.Diagnosis, fmt.Sprintf("SP 0x%08x is outside its stack [0x%08x, 0x%08x)", s.SP, s.Start, s.End))
 	case s.HighWaterBytes == 0:
 		s.Overflow = true

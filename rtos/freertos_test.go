@@ -142,3 +142,17 @@ func loadFixtureMaybe(t *testing.T, build string) (Input, []oracleTask) {
 	}
 	return loadFixture(t, build)
 }
+
+// BenchmarkFreeRTOSDiscover lists the 13 tasks of the gcc-m3-O2 oracle
+// dump (layouts from the debug types, every list walked, every saved
+// context read).
+func BenchmarkFreeRTOSDiscover(b *testing.B) {
+	in, _ := loadFixture(b, "gcc-m3-O2")
+	b.ReportAllocs()
+	for b.Loop() {
+		k, err := Discover(in)
+		if err != nil || len(k.Threads) != 13 {
+			b.Fatal(k, err)
+		}
+	}
+}

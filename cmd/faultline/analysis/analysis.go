@@ -114,10 +114,11 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 		r.ELF = filepath.Base(elf.Name())
 	}
 	kernel := discoverThreads(elf, t, d.Regs, r)
+	chain = threadChain(elf, kernel, chain)
 	res := unwinders.Walk(t, d.Regs, chain, unwinders.Options{MaxFrames: maxFrames})
 	r.Target = t
 	r.Stop = demangleText(elf, res.Stop.String())
-	if kernel != nil && cutWalk(elf, t, chain, kernel.Kind, &res) {
+	if kernel != nil && cutWalk(elf, kernel.Kind, &res) {
 		r.Stop = taskEntryStop
 	}
 	r.Walk = res

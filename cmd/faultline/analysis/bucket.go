@@ -39,11 +39,20 @@ type Signature struct {
 	// faulting one, inlined frames included; a nested exception frame is
 	// "<exception>". Fewer when the backtrace is shorter.
 	Frames []string `json:"frames"`
+	// Thread is the name of the RTOS thread that was running (the
+	// crashing one), "" when the firmware runs no RTOS faultline knows.
+	// The same fault in two tasks is two buckets.
+	Thread string `json:"thread,omitempty"`
 }
 
 // SignatureOf computes the signature of a report.
 func SignatureOf(r *Report) Signature {
 	s := Signature{Exception: r.Fault.Exception, Causes: []string{}, Frames: []string{}}
+	for _, t := range r.Threads {
+		if t.Current {
+			s.Thread = t.Name
+		}
+	}
 	for _, c := range r.Fault.Causes {
 		if strings.HasSuffix(c.Bit, "ARVALID") {
 			continue
@@ -93,9 +102,15 @@ func signatureName(f FrameJSON) string {
 }
 
 // Key is the canonical text of the signature, one line:
-// "HardFault|CFSR.DACCVIOL,HFSR.FORCED|null_store|deep5_mixed>deep4>deep3".
+// "HardFault|CFSR.DACCVIOL,HFSR.FORCED|null_store|deep5_mixed>deep4>deep3",
+// with "|thread=NAME" appended when an RTOS thread was running (so the keys
+// and IDs of crashes without an RTOS do not change).
 func (s Signature) Key() string {
-	return s.Exception + "|" + strings.Join(s.Causes, ",") + "|" + s.Function + "|" + strings.Join(s.Frames, ">")
+	k := s.Exception + "|" + strings.Join(s.Causes, ",") + "|" + s.Function + "|" + strings.Join(s.Frames, ">")
+	if s.Thread != "" {
+		k += "|thread=" + s.Thread
+	}
+	return k
 }
 
 // ID is a short stable name of the signature: the first 12 hex digits of
@@ -219,6 +234,9 @@ func (s *Summary) WriteText(w io.Writer) error {
 	for i, bk := range s.Buckets {
 		sig := bk.Signature
 		fmt.Fprintf(&b, "\n#%d  %s  %s in %s", i+1, plural(bk.Count, "dump"), sig.Exception, sig.Function)
+		if sig.Thread != "" {
+			fmt.Fprintf(&b, " (thread %s)", sig.Thread)
+		}
 		if len(sig.Causes) > 0 {
 			fmt.Fprintf(&b, "  (%s)", strings.Join(sig.Causes, ", "))
 		}

@@ -82,30 +82,59 @@ func cutAtTaskEntry(elf *elfsym.File, kind string, frames []unwinders.Frame) (in
 	return len(frames), false
 }
 
-// cutWalk shortens a walk at the task entry, if it has one. A FreeRTOS
-// walk usually stops on its own just before the fake caller (the return
-// address prvTaskExitError follows no call, so every unwinder's candidate
-// is refused): each unwinder of the chain is asked once more for the last
-// frame's caller, and a caller at prvTaskExitError means the walk reached
-// the task entry.
-func cutWalk(elf *elfsym.File, t *unwinders.Target, chain []unwinders.Unwinder, kind string, res *unwinders.Result) bool {
-	n, ok := cutAtTaskEntry(elf, kind, res.Frames)
-	if !ok && kind == "freertos" && len(res.Frames) > 0 && res.Frames[len(res.Frames)-1].Kind == unwinders.KindNormal {
-		if exit, found := elf.Symbol("prvTaskExitError"); found {
-			for _, u := range chain {
-				if c, err := u.Step(t, res.Frames); err == nil && c.PC&^1 == exit {
-					n, ok = len(res.Frames), true
-					break
-				}
-			}
-		}
+// taskExitStop wraps an unwinder for the walks of a FreeRTOS firmware:
+// a caller at prvTaskExitError (every task's initial LR, which no task
+// function ever returns to) is turned into the end-of-stack return address
+// 0xFFFFFFFF, so the walk stops cleanly at the task entry at once instead
+// of refusing the candidate in every strategy of the chain.
+type taskExitStop struct {
+	inner unwinders.Unwinder
+	exit  uint32
+}
+
+func (u taskExitStop) Name() string { return u.inner.Name() }
+
+func (u taskExitStop) Step(t *unwinders.Target, frames []unwinders.Frame) (unwinders.Frame, error) {
+	c, err := u.inner.Step(t, frames)
+	if err == nil && c.PC != unwinders.ResetLR && c.PC&^1 == u.exit {
+		c.PC = unwinders.ResetLR
 	}
+	return c, err
+}
+
+// threadChain is chain as the walks of kernel k's threads use it.
+func threadChain(elf *elfsym.File, k *rtos.Kernel, chain []unwinders.Unwinder) []unwinders.Unwinder {
+	if k == nil || k.Kind != "freertos" {
+		return chain
+	}
+	exit, ok := elf.Symbol("prvTaskExitError")
 	if !ok {
-		return false
+		return chain
 	}
-	res.Frames = res.Frames[:n]
-	res.Stop = unwinders.Stop{Kind: unwinders.StopEndOfStack, Detail: "task entry"}
-	return true
+	out := make([]unwinders.Unwinder, len(chain))
+	for i, u := range chain {
+		out[i] = taskExitStop{inner: u, exit: exit}
+	}
+	return out
+}
+
+// cutWalk shortens a walk at the task entry and says whether it reached
+// it: for FreeRTOS the walk ended at the end of the stack (threadChain
+// turned the caller at prvTaskExitError into it), for Zephyr the frames
+// after z_thread_entry are dropped.
+func cutWalk(elf *elfsym.File, kind string, res *unwinders.Result) bool {
+	switch kind {
+	case "freertos":
+		return res.Stop.Kind == unwinders.StopEndOfStack
+	case "zephyr":
+		n, ok := cutAtTaskEntry(elf, kind, res.Frames)
+		if ok {
+			res.Frames = res.Frames[:n]
+			res.Stop = unwinders.Stop{Kind: unwinders.StopEndOfStack, Detail: "task entry"}
+		}
+		return ok
+	}
+	return false
 }
 
 // discoverThreads finds the RTOS threads of the dump, before the crash's
@@ -161,11 +190,14 @@ func threadReports(elf *elfsym.File, t *unwinders.Target, k *rtos.Kernel, chain 
 		if th.Stack.SP != 0 {
 			j.Stack.SP = Hex(th.Stack.SP)
 		}
+		if th.Err != nil {
+			j.Error = th.Err.Error()
+		}
 		switch {
 		case th.Current:
+			// The crash's registers are this thread's, whatever its TCB says.
 			j.Frames, j.Stop, j.Walk = r.Frames, r.Stop, r.Walk
 		case th.Err != nil:
-			j.Error = th.Err.Error()
 			j.Frames = []FrameJSON{}
 			j.Stop = "context not recovered"
 		default:
@@ -175,7 +207,7 @@ func threadReports(elf *elfsym.File, t *unwinders.Target, k *rtos.Kernel, chain 
 			}
 			res := unwinders.Walk(&tt, th.Regs, chain, unwinders.Options{MaxFrames: maxFrames})
 			j.Stop = demangleText(elf, res.Stop.String())
-			if cutWalk(elf, &tt, chain, k.Kind, &res) {
+			if cutWalk(elf, k.Kind, &res) {
 				j.Stop = taskEntryStop
 			}
 			j.Walk = res

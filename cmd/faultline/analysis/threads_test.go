@@ -136,3 +136,54 @@ func TestRTOSThreadsAgainstGDB(t *testing.T) {
 }
 
 const minExactPercent = 100
+
+// BenchmarkRTOSAnalyze is one whole analysis of a 13-task FreeRTOS dump
+// with an Analyzer (as analyze does for many dumps): the crash's walk,
+// thread discovery and the auto walk of every task, symbolized.
+func BenchmarkRTOSAnalyze(b *testing.B) {
+	elf, err := elfsym.Open("../../../firmware-samples/rtos-freertos/build/gcc-m3-O2.elf")
+	if err != nil {
+		b.Fatal(err)
+	}
+	d, err := crashdump.Load(filepath.Join(rtosFixtures, "gcc-m3-O2.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	a, err := NewAnalyzer(elf, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		r, err := a.Analyze(d)
+		if err != nil || len(r.Threads) != 13 {
+			b.Fatal(err)
+		}
+	}
+}
+
+// The crashing thread's name joins the bucket signature (and its key), so
+// the same fault in two tasks is two buckets; without an RTOS the key is
+// unchanged.
+func TestSignatureHasCrashingThread(t *testing.T) {
+	elf, err := elfsym.Open("../../../firmware-samples/rtos-freertos/build/gcc-m3-O2.elf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := crashdump.Load(filepath.Join(rtosFixtures, "gcc-m3-O2.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Analyze(elf, d, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := SignatureOf(r)
+	if s.Thread != "net" || !strings.HasSuffix(s.Key(), "|thread=net") {
+		t.Errorf("signature %+v key %q", s, s.Key())
+	}
+	r.Threads = nil
+	if s2 := SignatureOf(r); s2.Thread != "" || strings.Contains(s2.Key(), "thread") {
+		t.Errorf("without threads: %+v", s2)
+	}
+}
