@@ -15,6 +15,7 @@ const (
 	controlPriv = 1 << 0 // nPRIV
 	controlSP   = 1 << 1 // SPSEL
 	controlFPCA = 1 << 2
+	controlSFPA = 1 << 3 // ARMv8-M with the FP and Security Extensions
 
 	frameBasic    = 0x20
 	frameExtended = 0x68
@@ -280,6 +281,11 @@ func (m *machine) enterException(exc int, ret uint32) (*entryFault, error) {
 	}
 	newXPSR := xpsr&0xF80F0000 | xpsrT | uint32(taken)
 	newControl := control &^ (controlSP | controlFPCA)
+	if m.cpu.v8m {
+		// ARMv8-M ExceptionTaken() also clears CONTROL_S.SFPA (the
+		// Secure state has no active FP context in the handler).
+		newControl &^= controlSFPA
+	}
 	if err := m.setSysState(newXPSR, newControl, msp, psp); err != nil {
 		return nil, err
 	}
