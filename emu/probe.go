@@ -3,6 +3,7 @@ package emu
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/faultline-dev/faultline/emu/uc"
 )
@@ -47,6 +48,19 @@ type ProbeRun struct {
 	m  *machine
 	p  Probe
 	hw *uc.HeapWatch
+	// regs are r0-r3, SP and LR during a Block callback (nil otherwise).
+	regs *uc.HeapRegs
+	// The last Stacks, and what identified them.
+	cache [16]stackEntry
+	next  int
+	key   []uint32
+}
+
+type stackEntry struct {
+	pc, sp uint32
+	depth  int
+	key    []uint32
+	stack  []TruthFrame
 }
 
 // startProbe attaches cfg.Probe; called by setup once the tracker exists,
@@ -79,7 +93,11 @@ func (r *ProbeRun) Attach(base, size uint32) error {
 		return fmt.Errorf("emu: probe map of %d bytes at %#08x is larger than %d MiB", size, base, maxMap>>20)
 	}
 	hw, err := r.m.tr.NewHeapWatch(base, size,
-		func(addr uint32) { r.p.Block(r, addr) },
+		func(addr uint32, regs *uc.HeapRegs) {
+			r.regs = regs
+			r.p.Block(r, addr)
+			r.regs = nil
+		},
 		func(addr uint32, size int, write bool, state int, block uint32) {
 			r.p.Access(r, ProbeAccess{Addr: addr, Size: size, Write: write, State: state, Block: block})
 		})
@@ -106,7 +124,19 @@ func (r *ProbeRun) ClearMap() { r.hw.ClearMap() }
 func (r *ProbeRun) Inside(on bool) { r.hw.Inside(on) }
 
 // Reg reads a core register.
-func (r *ProbeRun) Reg(reg uc.Reg) uint32 { return r.m.reg(reg) }
+func (r *ProbeRun) Reg(reg uc.Reg) uint32 {
+	if r.regs != nil {
+		switch {
+		case reg >= uc.RegR0 && reg <= uc.RegR0+3:
+			return r.regs[reg-uc.RegR0]
+		case reg == uc.RegSP:
+			return r.regs[4]
+		case reg == uc.RegLR:
+			return r.regs[5]
+		}
+	}
+	return r.m.reg(reg)
+}
 
 // Read32 reads a little-endian word of guest memory.
 func (r *ProbeRun) Read32(addr uint32) (uint32, error) {
@@ -124,8 +154,35 @@ func (r *ProbeRun) Insns() uint64 { return r.m.tr.Insns() }
 // Stack is the shadow call stack with pc as the innermost frame, as
 // Result.Truth gives it at a fault: innermost first, return addresses
 // after the first frame.
+//
+// The slice is shared with later calls that find the same stack: do not
+// modify it. An allocation in a loop finds the same shadow stack every
+// time; comparing its newest entries with the last capture's (the whole
+// stack, up to stackKeyFrames deep) skips rebuilding it.
 func (r *ProbeRun) Stack(pc uint32) []TruthFrame {
-	sp := r.m.reg(uc.RegSP)
+	const stackKeyFrames = 64
+	var depth int
+	r.key, depth = r.hw.StackKey(r.key, stackKeyFrames)
+	sp := r.Reg(uc.RegSP)
+	if depth > stackKeyFrames {
+		return r.stack(pc)
+	}
+	for i := range r.cache {
+		c := &r.cache[i]
+		if c.stack != nil && c.pc == pc && c.sp == sp && c.depth == depth && slices.Equal(c.key, r.key) {
+			return c.stack
+		}
+	}
+	st := r.stack(pc)
+	c := &r.cache[r.next]
+	r.next = (r.next + 1) % len(r.cache)
+	c.pc, c.sp, c.depth, c.stack = pc, sp, depth, st
+	c.key = append(c.key[:0], r.key...)
+	return st
+}
+
+func (r *ProbeRun) stack(pc uint32) []TruthFrame {
+	sp := r.Reg(uc.RegSP)
 	ipsr := r.m.reg(uc.RegIPSR) & 0x1ff
 	psp := ipsr == 0 && r.m.reg(uc.RegCONTROL)&2 != 0
 	return r.m.truth(pc&^1, sp, psp)

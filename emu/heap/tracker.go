@@ -124,6 +124,11 @@ type Tracker struct {
 	cp       state
 	cpValid  bool
 	err      error // a failure inside a callback (reported by Result)
+	// Return addresses being watched. They stay watched once seen: the
+	// block after a call to the allocator is reached (almost) only by
+	// returning from it, so a stale watch costs next to nothing, and a
+	// loop calling the allocator does not add and drop it every time.
+	retWatched map[uint32]bool
 }
 
 // New returns a Tracker for opt.
@@ -131,7 +136,7 @@ func New(opt Options) *Tracker {
 	if opt.MaxErrors <= 0 {
 		opt.MaxErrors = 1000
 	}
-	return &Tracker{opt: opt, byAddr: make(map[uint32]Func),
+	return &Tracker{opt: opt, byAddr: make(map[uint32]Func), retWatched: make(map[uint32]bool),
 		st: state{live: map[uint32]*Block{}, freed: map[uint32]*Block{}, seen: map[string]bool{}}}
 }
 
@@ -210,7 +215,6 @@ func (t *Tracker) Block(r *emu.ProbeRun, addr uint32) {
 		c := t.st.pending[n-1]
 		if addr == c.ret && r.Reg(uc.RegSP) >= c.sp {
 			t.st.pending = t.st.pending[:n-1]
-			t.unwatchReturn(r, c.ret)
 			t.returned(r, c)
 			r.Inside(len(t.st.pending) > 0)
 			return
@@ -252,24 +256,13 @@ func (t *Tracker) Block(r *emu.ProbeRun, addr uint32) {
 		}
 	}
 	t.st.pending = append(t.st.pending, c)
-	if err := r.Watch(c.ret, true); err != nil && t.err == nil {
-		t.err = err
+	if !t.retWatched[c.ret] {
+		if err := r.Watch(c.ret, true); err != nil && t.err == nil {
+			t.err = err
+		}
+		t.retWatched[c.ret] = true
 	}
 	r.Inside(true)
-}
-
-func (t *Tracker) unwatchReturn(r *emu.ProbeRun, ret uint32) {
-	for _, p := range t.st.pending {
-		if p.ret == ret {
-			return
-		}
-	}
-	if _, entry := t.byAddr[ret]; entry {
-		return
-	}
-	if err := r.Watch(ret, false); err != nil && t.err == nil {
-		t.err = err
-	}
 }
 
 // callerStack drops the allocator's own frame (the entry) and exception
@@ -532,19 +525,9 @@ func (t *Tracker) Restore(r *emu.ProbeRun) error {
 	if !t.cpValid {
 		return fmt.Errorf("heap: restore without a checkpoint")
 	}
-	for _, c := range t.st.pending {
-		if _, entry := t.byAddr[c.ret]; !entry {
-			if err := r.Watch(c.ret, false); err != nil {
-				return err
-			}
-		}
-	}
+	// Return addresses stay watched (retWatched): the pending calls of
+	// the checkpoint are all among them.
 	t.st = t.cp.clone()
-	for _, c := range t.st.pending {
-		if err := r.Watch(c.ret, true); err != nil {
-			return err
-		}
-	}
 	r.Inside(len(t.st.pending) > 0)
 	r.ClearMap()
 	for _, a := range t.st.freedFIFO {

@@ -157,7 +157,12 @@ const (
 // HeapWatch is the C heap watcher; unavailable without cgo.
 type HeapWatch struct{}
 
-func (t *Tracker) NewHeapWatch(base, size uint32, block func(uint32), access func(uint32, int, bool, int, uint32)) (*HeapWatch, error) {
+// HeapRegs are r0-r3, SP, LR at a watched block.
+type HeapRegs [6]uint32
+
+func (w *HeapWatch) StackKey(key []uint32, max int) ([]uint32, int) { return key[:0], 0 }
+
+func (t *Tracker) NewHeapWatch(base, size uint32, block func(uint32, *HeapRegs), access func(uint32, int, bool, int, uint32)) (*HeapWatch, error) {
 	return nil, ErrUnavailable
 }
 func (w *HeapWatch) Watch(addr uint32, on bool) error          { return ErrUnavailable }

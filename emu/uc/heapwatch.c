@@ -122,7 +122,16 @@ void fl_hw_block(fl_tracker *t, uint32_t addr) {
 	}
 	uint32_t at;
 	if (find(w, addr, &at)) {
-		goHeapBlock(w->handle, addr);
+		// The registers an allocator's entry and return need, read here:
+		// one C->Go transition instead of one per register.
+		static const int ids[FL_HW_NREGS] = {UC_ARM_REG_R0, UC_ARM_REG_R1, UC_ARM_REG_R2,
+		                                     UC_ARM_REG_R3, UC_ARM_REG_SP, UC_ARM_REG_LR};
+		uint32_t regs[FL_HW_NREGS];
+		for (int i = 0; i < FL_HW_NREGS; i++) {
+			regs[i] = 0;
+			uc_reg_read(t->uc, ids[i], &regs[i]);
+		}
+		goHeapBlock(w->handle, addr, regs);
 	}
 }
 
@@ -149,4 +158,20 @@ void fl_hw_access(fl_tracker *t, uint32_t addr, int size, int write) {
 			return;
 		}
 	}
+}
+
+// fl_hw_stack_key writes, for each of the newest n shadow-stack entries
+// (oldest first), its return address, SP, kind and process-stack flag into
+// key[0:4n] and returns the depth: two captures with equal keys have the
+// same call stack.
+uint32_t fl_hw_stack_key(const fl_tracker *t, uint32_t *key, uint32_t n) {
+	uint32_t d = t->depth < n ? t->depth : n;
+	for (uint32_t i = 0; i < d; i++) {
+		const fl_frame *f = &t->stack[t->depth - d + i];
+		key[4 * i] = f->ret;
+		key[4 * i + 1] = f->sp;
+		key[4 * i + 2] = f->kind | (f->exc << 8);
+		key[4 * i + 3] = f->psp | (f->target << 1);
+	}
+	return t->depth;
 }

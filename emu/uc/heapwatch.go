@@ -9,7 +9,10 @@ package uc
 */
 import "C"
 
-import "runtime/cgo"
+import (
+	"runtime/cgo"
+	"unsafe"
+)
 
 // Heap map states (HeapWatch.Mark).
 const (
@@ -32,8 +35,11 @@ type HeapWatch struct {
 	handle cgo.Handle
 }
 
+// HeapRegs are the registers at a watched block's start: r0-r3, SP, LR.
+type HeapRegs [6]uint32
+
 type heapCallbacks struct {
-	block  func(addr uint32)
+	block  func(addr uint32, regs *HeapRegs)
 	access func(addr uint32, size int, write bool, state int, block uint32)
 }
 
@@ -42,7 +48,7 @@ type heapCallbacks struct {
 // the goroutine that called Start; they must not call Start or FlushTBs.
 // access gets the first offending byte's address and state, the access
 // size, and the start of the translated block that made it.
-func (t *Tracker) NewHeapWatch(base, size uint32, block func(addr uint32), access func(addr uint32, size int, write bool, state int, block uint32)) (*HeapWatch, error) {
+func (t *Tracker) NewHeapWatch(base, size uint32, block func(addr uint32, regs *HeapRegs), access func(addr uint32, size int, write bool, state int, block uint32)) (*HeapWatch, error) {
 	if t.p.hw != nil {
 		return nil, &OpError{Op: "heap watch", Err: ErrHookExist}
 	}
@@ -94,10 +100,27 @@ func (w *HeapWatch) Inside(on bool) { w.p.inside = C.int(b2u(on)) }
 func (w *HeapWatch) Checks(on bool) { w.p.checks = C.int(b2u(on)) }
 
 //export goHeapBlock
-func goHeapBlock(h C.uintptr_t, addr C.uint32_t) {
+func goHeapBlock(h C.uintptr_t, addr C.uint32_t, regs *C.uint32_t) {
 	cb := lookup(h)
 	defer cb.recover("heap block hook")
-	cb.heap.block(uint32(addr))
+	var r HeapRegs
+	for i, v := range unsafe.Slice(regs, len(r)) {
+		r[i] = uint32(v)
+	}
+	cb.heap.block(uint32(addr), &r)
+}
+
+// StackKey appends to key[:0] what identifies the shadow stack's newest
+// max entries (4 words each) and returns it with the stack's depth: equal
+// keys and depths, equal stacks.
+func (w *HeapWatch) StackKey(key []uint32, max int) ([]uint32, int) {
+	if cap(key) < 4*max {
+		key = make([]uint32, 4*max)
+	}
+	key = key[:4*max]
+	d := int(C.fl_hw_stack_key(w.t.p, (*C.uint32_t)(unsafe.Pointer(&key[0])), C.uint32_t(max)))
+	n := min(d, max)
+	return key[:4*n], d
 }
 
 //export goHeapAccess

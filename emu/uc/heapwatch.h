@@ -21,6 +21,7 @@ enum {
 };
 
 #define FL_HW_FILTER_BITS 4096
+#define FL_HW_NREGS 6 // r0-r3, sp, lr passed to goHeapBlock
 
 typedef struct fl_heapwatch {
 	uintptr_t handle; // the Go side's cgo.Handle
@@ -43,5 +44,6 @@ void fl_hw_mark(fl_heapwatch *w, uint32_t addr, uint32_t n, uint8_t state, int s
 // Called by tracker.c and check.c.
 void fl_hw_block(struct fl_tracker *t, uint32_t addr);
 void fl_hw_access(struct fl_tracker *t, uint32_t addr, int size, int write);
+uint32_t fl_hw_stack_key(const struct fl_tracker *t, uint32_t *key, uint32_t n);
 
 #endif

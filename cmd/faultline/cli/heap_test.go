@@ -187,3 +187,30 @@ func TestHeapRegress(t *testing.T) {
 		}
 	}
 }
+
+// TestHeapReplay: a fault after millions of instructions makes the
+// harness go back to its last checkpoint and replay to the faulting
+// instruction; the heap tracker goes back with it, so nothing is counted
+// twice (the loop makes 2 allocations and 2 frees per round, the crash
+// leaves `live` blocks and frees one).
+func TestHeapReplay(t *testing.T) {
+	skipWithoutEmulator(t)
+	const rounds = 20000
+	for elf, live := range map[string]int{"heap-c": 4, "heap-rtos": 3} {
+		path := filepath.Join(repo, "firmware-samples/heap/build", elf+".elf")
+		stdout, stderr, code := run(t, "", "heap", "--elf", path, "--set", "heap_scenario=8",
+			"--set", fmt.Sprintf("heap_iterations=%d", rounds), "--timeout", "120s", "--format", "json")
+		if code != 0 {
+			t.Fatalf("%s: exit %d\n%s", elf, code, stderr)
+		}
+		var d HeapDoc
+		if err := json.Unmarshal([]byte(stdout), &d); err != nil {
+			t.Fatal(err)
+		}
+		allocs := uint64(2*rounds + live + 1)
+		if !d.Fault || d.Insns < 5_000_000 || d.Allocs != allocs || d.Frees != 2*rounds+1 || d.LiveBlocks != live || len(d.Errors) != 0 {
+			t.Errorf("%s: fault %v after %d instructions, %d allocations, %d frees, %d live blocks, %d errors; want a fault after 5M+, %d, %d, %d, 0",
+				elf, d.Fault, d.Insns, d.Allocs, d.Frees, d.LiveBlocks, len(d.Errors), allocs, 2*rounds+1, live)
+		}
+	}
+}

@@ -28,6 +28,7 @@ enum {
 	HEAP_OVERFLOW = 5,     /* writes 4 bytes past a 20-byte block */
 	HEAP_CRASH = 6,        /* leaks, then a NULL write: the dump-side walk */
 	HEAP_BUSY = 7,         /* an allocation-heavy loop (benchmarks) */
+	HEAP_BUSY_CRASH = 8,   /* the loop, then HEAP_CRASH: a fault after millions of instructions */
 };
 
 extern volatile uint32_t heap_scenario;

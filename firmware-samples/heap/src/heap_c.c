@@ -134,9 +134,9 @@ volatile uint32_t *volatile fw_null;
 FW_NOINLINE static void crash(void)
 {
 	leak_packets();
-	void *hole = malloc(64);
+	keep[6] = malloc(64);
 	keep[7] = malloc(24);
-	free(hole); /* a free chunk between live ones */
+	free(keep[6]); /* a free chunk between live ones */
 	*fw_null = 1; /* HardFault (NULL is unmapped on the emulator's map) */
 }
 
@@ -169,6 +169,10 @@ int main(void)
 		break;
 	case HEAP_BUSY:
 		busy(heap_iterations);
+		break;
+	case HEAP_BUSY_CRASH:
+		busy(heap_iterations);
+		crash();
 		break;
 	}
 	return 0;

@@ -141,6 +141,10 @@ int main(void)
 	case HEAP_BUSY:
 		busy(heap_iterations);
 		break;
+	case HEAP_BUSY_CRASH:
+		busy(heap_iterations);
+		crash();
+		break;
 	}
 	return 0;
 }
