@@ -15,6 +15,7 @@
 package crashdump
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -42,10 +43,14 @@ const FormatNative = "faultline.dump/1"
 // Dump is a crash dump: what the device (or the emulator) recorded at the
 // fault.
 type Dump struct {
-	Path   string              // the file it was read from, for messages
-	Format string              // FormatNative, FormatCrashCatcher, FormatZephyr, FormatMemfault, FormatRaw, ...
-	CPU    string              // "cortex-m4", ...; "" if the dump does not say
-	Regs   unwinders.Registers // registers the dump does not hold are unknown
+	Path   string // the file it was read from, for messages
+	Format string // FormatNative, FormatCrashCatcher, FormatZephyr, FormatMemfault, FormatRaw, ...
+	CPU    string // "cortex-m4", ...; "" if the dump does not say
+	// BuildID is the GNU build ID of the firmware that crashed, as
+	// lower-case hex, when the dump records it (the native "build_id",
+	// a Memfault build-id block, an ELF core's note); "" otherwise.
+	BuildID string
+	Regs    unwinders.Registers // registers the dump does not hold are unknown
 	// Fault holds the SCB fault registers: those the memory regions hold at
 	// their architectural addresses, overridden by the values the dump
 	// states explicitly (the native "fault" object).
@@ -422,4 +427,18 @@ func fsReason(err error) string {
 		return pe.Err.Error()
 	}
 	return err.Error()
+}
+
+// NormalizeBuildID checks that s is a build ID written as hex digits (an
+// even number, 2 to 128, any case, optionally with a "0x" prefix) and
+// returns it in lower case.
+func NormalizeBuildID(s string) (string, bool) {
+	s = strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X")
+	if len(s) < 2 || len(s) > 128 || len(s)%2 != 0 {
+		return "", false
+	}
+	if _, err := hex.DecodeString(s); err != nil {
+		return "", false
+	}
+	return strings.ToLower(s), true
 }

@@ -2,6 +2,7 @@ package crashdump
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 
 	"github.com/faultline-dev/faultline/crashdump/fault"
@@ -19,8 +20,10 @@ const FormatMemfault = "memfault"
 //	blocks:             type u8, 3 pad bytes, address u32, length u32, length bytes
 //	                    type 0: registers r0-r12 sp lr pc psr msp psp (19 words)
 //	                    type 1: a memory region at address
-//	                    types 2-12: device metadata (serial, versions, trace
+//	                    types 2-11: device metadata (serial, versions, trace
 //	                    reason, padding, MPU...): skipped
+//	                    type 12: the firmware's build ID (a GNU build-id note,
+//	                    or its descriptor bytes alone): Dump.BuildID
 //	footer (16 bytes):  magic u32 0x504D5544 ("DUMP"), flags u32 (bit 0: the dump was
 //	                    truncated to fit the storage), 2 reserved words
 const (
@@ -32,6 +35,7 @@ const (
 	memfaultFooterBytes = 16
 	memfaultRegsBytes   = 19 * 4
 	memfaultLastMeta    = 12 // kMfltCoredumpRegionType_BuildId
+	memfaultBuildID     = 12 // the firmware's build ID
 	memfaultTruncated   = 1 << 0
 )
 
@@ -139,6 +143,21 @@ func parseMemfault(data []byte, name string, _ func(string) ([]byte, error)) (*D
 				return nil, err
 			}
 			set.add(blk, regionName(FormatMemfault, addr), addr, b)
+		case typ == memfaultBuildID:
+			b, err := r.bytes(int(min(uint64(n), 1<<31)), fmt.Sprintf("build-id block (%d bytes)", n))
+			if err != nil {
+				return nil, err
+			}
+			// Either a whole GNU build-id note or its descriptor alone.
+			id, ok := findBuildIDNote(b)
+			if !ok {
+				id = b
+			}
+			if s, ok := NormalizeBuildID(hex.EncodeToString(id)); ok {
+				d.BuildID = s
+			} else {
+				d.Warnings = append(d.Warnings, fmt.Sprintf("build-id block of %d bytes ignored: want 1 to 64 bytes or a GNU build-id note", n))
+			}
 		case typ <= memfaultLastMeta:
 			if _, err := r.bytes(int(min(uint64(n), 1<<31)), fmt.Sprintf("metadata block of type %d (%d bytes)", typ, n)); err != nil {
 				return nil, err

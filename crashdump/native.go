@@ -19,6 +19,7 @@ import (
 //	{
 //	  "schema":    "faultline.dump/1",                      required
 //	  "cpu":       "cortex-m4",                             optional
+//	  "build_id":  "3f1c...",                               optional; the firmware's GNU build ID in hex
 //	  "registers": {"r0": "0x0", "pc": 516, ...},           optional; missing registers are unknown
 //	  "fault":     {"cfsr": "0x8200", "hfsr": ..., ...},    optional; overrides the SCB bytes in memory
 //	  "memory":    [{"address": "0x20000000", "file": "ram.bin", "size": 65536},
@@ -102,6 +103,15 @@ func parseNativePrecise(data []byte, name string, readFile func(rel string) ([]b
 		}
 		if d.CPU != "" && unwinders.ProfileOf(d.CPU) == unwinders.ProfileUnknown {
 			return nil, p.errf(n, "%s is not a Cortex-M core: want one such as cortex-m0plus, cortex-m3, cortex-m4, cortex-m7 or cortex-m33", quoteShort(d.CPU))
+		}
+	}
+	if n, ok := get("build_id"); ok {
+		v, err := p.str(n)
+		if err != nil {
+			return nil, err
+		}
+		if d.BuildID, ok = NormalizeBuildID(v); !ok {
+			return nil, p.errf(n, "%s: want the GNU build ID as hex digits (2 to 128)", quoteShort(v))
 		}
 	}
 	if n, ok := get("registers"); ok {

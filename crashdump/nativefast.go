@@ -114,6 +114,12 @@ func parseNativeFast(data []byte, name string, readFile func(rel string) ([]byte
 			v, ok := s.stringValue()
 			d.CPU = v
 			return ok && (v == "" || unwinders.ProfileOf(v) != unwinders.ProfileUnknown)
+		case "build_id":
+			v, ok := s.stringValue()
+			if ok {
+				d.BuildID, ok = NormalizeBuildID(v)
+			}
+			return ok
 		case "registers":
 			return s.registers(&d.Regs)
 		case "fault":

@@ -111,6 +111,7 @@ type (
 	manifestJSON struct {
 		Schema    string       `json:"schema"`
 		CPU       string       `json:"cpu,omitempty"`
+		BuildID   string       `json:"build_id,omitempty"`
 		Registers hexObject    `json:"registers"`
 		Fault     hexObject    `json:"fault,omitempty"`
 		Memory    []memoryJSON `json:"memory"`
@@ -163,7 +164,7 @@ func hex32(v uint32) string { return fmt.Sprintf("0x%08x", v) }
 // encode builds the manifest and the region files.
 // Regions of up to maxHex bytes are inline hex.
 func (d *Dump) encode(base string, maxHex int) ([]byte, []outFile, error) {
-	m := manifestJSON{Schema: FormatNative, CPU: d.CPU, Registers: hexObject{}, Memory: []memoryJSON{}}
+	m := manifestJSON{Schema: FormatNative, CPU: d.CPU, BuildID: d.BuildID, Registers: hexObject{}, Memory: []memoryJSON{}}
 	d.Regs.Each(func(r unwinders.Reg, v uint32) {
 		m.Registers = append(m.Registers, hexPair{r.String(), v})
 	})

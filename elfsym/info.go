@@ -11,8 +11,9 @@ import (
 // for `faultline info`.
 type Info struct {
 	File       string `json:"file"`
-	Entry      string `json:"entry"` // e_entry, "0x%08x", Thumb bit included
-	Flags      string `json:"flags"` // e_flags
+	Entry      string `json:"entry"`              // e_entry, "0x%08x", Thumb bit included
+	Flags      string `json:"flags"`              // e_flags
+	BuildID    string `json:"build_id,omitempty"` // the GNU build ID in hex; "" without one
 	Sections   int    `json:"sections"`
 	LoadBytes  uint64 `json:"load_bytes"` // file bytes of all PT_LOAD segments
 	HasSymtab  bool   `json:"has_symtab"`
@@ -114,6 +115,7 @@ func (f *File) Info() Info {
 		HasSymtab: f.syms.present,
 		Functions: len(f.syms.funcs.items), ThumbFuncs: f.syms.nThumb, ARMFuncs: f.syms.nARM,
 		Warnings: f.warnings,
+		BuildID:  f.BuildID(),
 	}
 	for _, p := range f.progs {
 		if p.Type == elf.PT_LOAD {

@@ -7,6 +7,7 @@ package analysis
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/crashdump/fault"
@@ -36,6 +37,15 @@ type Report struct {
 	// RTOS threads (design.md "Threads (RTOS)"): absent without a kernel.
 	RTOS    *RTOSJSON    `json:"rtos,omitempty"`
 	Threads []ThreadJSON `json:"threads,omitempty"`
+
+	// Added fields (design.md, "Threads, gaps, pairing"): the ELF, whether
+	// it is the firmware that crashed, the registers and fault status
+	// registers as the dump gives them, and the faultline version.
+	ELFInfo        *ELFJSON `json:"elf,omitempty"`
+	Pairing        *Pairing `json:"pairing,omitempty"`
+	Faultline      string   `json:"faultline"`
+	Registers      *HexRegs `json:"registers,omitempty"`
+	FaultRegisters *HexRegs `json:"fault_registers,omitempty"`
 
 	// For the text report and for callers; not part of the JSON.
 	CPU       string              `json:"-"`
@@ -109,9 +119,11 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 	r := &Report{
 		Schema: Schema, Dump: d.Path, Unwinder: name, CPU: d.CPU, Regs: d.Regs,
 		Truth: d.Truth, Profile: t.Profile, Warnings: warnings,
+		Faultline: Version, Registers: registersJSON(&d.Regs), FaultRegisters: faultRegistersJSON(d.Fault),
 	}
 	if elf != nil {
 		r.ELF = filepath.Base(elf.Name())
+		r.ELFInfo = &ELFJSON{Path: elf.Name(), BuildID: facts.buildID, CPU: facts.cpu}
 	}
 	kernel := discoverThreads(elf, t, d.Regs, r)
 	chain = threadChain(elf, kernel, chain)
@@ -120,6 +132,18 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 	r.Stop = demangleText(elf, res.Stop.String())
 	if kernel != nil && cutWalk(elf, kernel.Kind, &res) {
 		r.Stop = taskEntryStop
+	}
+	if elf != nil {
+		pr := checkPairing(elf, facts, d, t, res.Frames, d.Fault)
+		r.Pairing = &pr
+		if pr.Verdict == PairMismatch {
+			// Every frame was found with code that is not the crashed
+			// firmware's: none of them deserves more than a hint.
+			for i := range res.Frames {
+				res.Frames[i].Confidence = min(res.Frames[i].Confidence, unwinders.ConfidenceLow)
+			}
+			r.Warnings = append(r.Warnings, MismatchWarning(elf.Name(), pr))
+		}
 	}
 	r.Walk = res
 
@@ -145,6 +169,15 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 	}
 	if kernel != nil {
 		threadReports(elf, t, kernel, chain, maxFrames, r)
+	}
+	if r.Pairing != nil && r.Pairing.Verdict == PairMismatch {
+		for i := range r.Threads {
+			for j := range r.Threads[i].Frames {
+				if f := &r.Threads[i].Frames[j]; f.Confidence == "high" || f.Confidence == "medium" {
+					f.Confidence = unwinders.ConfidenceLow.String()
+				}
+			}
+		}
 	}
 	if r.Warnings == nil {
 		r.Warnings = []string{}
@@ -175,10 +208,14 @@ func NewTarget(elf *elfsym.File, d *crashdump.Dump) (*unwinders.Target, []string
 // elfFacts is what NewTarget takes from elf.Info: computing it walks the
 // ELF's sections and symbols, so an Analyzer does it once.
 type elfFacts struct {
-	profile   unwinders.Profile // from Tag_CPU_name; ProfileUnknown without attributes
-	vectors   bool              // the vector table is known
-	initialSP uint32
-	reset     uint32
+	profile    unwinders.Profile // from Tag_CPU_name; ProfileUnknown without attributes
+	cpu        string            // Tag_CPU_name as the ELF spells it
+	buildID    string            // the GNU build ID in hex, "" without one
+	ro         []roBlock         // read-only sections, for the pairing check
+	vectors    bool              // the vector table is known
+	vectorAddr uint32
+	initialSP  uint32
+	reset      uint32
 }
 
 func factsOf(elf *elfsym.File) elfFacts {
@@ -189,9 +226,12 @@ func factsOf(elf *elfsym.File) elfFacts {
 	info := elf.Info()
 	if info.Attributes != nil {
 		f.profile = unwinders.ProfileOf(info.Attributes.CPUName)
+		f.cpu = cpuName(info.Attributes.CPUName)
 	}
+	f.buildID = info.BuildID
+	f.ro = roBlocksOf(elf)
 	if v := info.Vectors; v != nil {
-		f.vectors, f.initialSP, f.reset = true, v.InitialSP, v.Reset
+		f.vectors, f.initialSP, f.reset, f.vectorAddr = true, v.InitialSP, v.Reset, v.Addr
 	}
 	return f
 }
@@ -262,4 +302,15 @@ func newTarget(elf *elfsym.File, facts elfFacts, d *crashdump.Dump) (*unwinders.
 		t.StackingFailed = true
 	}
 	return t, warnings, nil
+}
+
+// cpuName spells Tag_CPU_name as dumps do: "cortex-m4" as is (lower
+// case); an architecture name such as "7-M", which GCC writes when built
+// with -march, as "armv7-m".
+func cpuName(tag string) string {
+	s := strings.ToLower(tag)
+	if s == "" || strings.HasPrefix(s, "cortex") || strings.HasPrefix(s, "arm") {
+		return s
+	}
+	return "armv" + s
 }

@@ -16,7 +16,18 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.ELF != "" {
 		fmt.Fprintf(&b, " with %s", r.ELF)
 	}
-	fmt.Fprintf(&b, " (%s, %v)\n\n", orUnknown(r.CPU), r.Profile)
+	fmt.Fprintf(&b, " (%s, %v)\n", orUnknown(r.CPU), r.Profile)
+	if p := r.Pairing; p != nil {
+		fmt.Fprintf(&b, "Pairing: %s", p.Verdict)
+		if r.ELFInfo != nil && r.ELFInfo.BuildID != "" {
+			fmt.Fprintf(&b, ", ELF build-id %s", r.ELFInfo.BuildID)
+		}
+		if len(p.Evidence) > 0 {
+			fmt.Fprintf(&b, " (%s)", strings.Join(p.Evidence, "; "))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
 
 	// The fault.
 	fmt.Fprintf(&b, "%s", r.Fault.Exception)

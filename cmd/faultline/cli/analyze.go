@@ -124,6 +124,7 @@ type batchFlags struct {
 	summary   bool
 	output    string
 	sourceDir string
+	strict    bool
 }
 
 func (b *batchFlags) register(cmd *cobra.Command) {
@@ -131,6 +132,7 @@ func (b *batchFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&b.maxMemory, "max-memory", "", "memory budget of the whole run (512MiB, 4G, 25%; default a quarter of the machine's RAM): half of it is shared by the dumps decoded at once, -j is lowered so each gets at least 16 MiB, and a dump that needs more than its share is reported as too large; large region files are mapped and cost only the pages read")
 	cmd.Flags().BoolVar(&b.summary, "summary", false, "print crash buckets (same exception, causes, faulting function and callers) instead of one report per dump; --format text or json (faultline.summary/1)")
 	cmd.Flags().StringVarP(&b.output, "output", "o", "", "--format html: write one page per dump and an index.html into this directory (without it, one dump's page goes to stdout)")
+	cmd.Flags().BoolVar(&b.strict, "strict", false, "exit with status 1 when a dump does not pair with the ELF (pairing mismatch: another build's firmware)")
 	cmd.Flags().StringVar(&b.sourceDir, "source-dir", "", "--format html: look for the source files the ELF names here first (else next to the ELF and its parent directories)")
 }
 
@@ -225,7 +227,7 @@ func runAnalyze(cmd *cobra.Command, c *commonFlags, raw *rawFlags, bf *batchFlag
 	if len(jobs) > 1 && isTerminal(stderr) {
 		prog = newProgress(stderr, len(jobs))
 	}
-	failed := 0
+	failed, mismatched := 0, 0
 	var sum *analysis.Summarizer
 	if bf.summary {
 		sum = analysis.NewSummarizer(filepath.Base(elf.Name()), c.unwinder, "path")
@@ -268,6 +270,10 @@ func runAnalyze(cmd *cobra.Command, c *commonFlags, raw *rawFlags, bf *batchFlag
 			}
 			return nil
 		}
+		if p := r.report.Pairing; p != nil && p.Verdict == analysis.PairMismatch {
+			mismatched++
+			prog.printf(stderr, "faultline: warning: %s: %s\n", r.job.name, analysis.MismatchWarning(elf.Name(), *p))
+		}
 		if sum != nil {
 			sum.Add(r.report)
 			return nil
@@ -295,7 +301,7 @@ func runAnalyze(cmd *cobra.Command, c *commonFlags, raw *rawFlags, bf *batchFlag
 			return err
 		}
 	}
-	if failed > 0 {
+	if failed > 0 || (bf.strict && mismatched > 0) {
 		return silentError{ExitInput}
 	}
 	return nil

@@ -48,6 +48,11 @@ func writeInfo(w io.Writer, in elfsym.Info) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n", in.File)
 	fmt.Fprintf(&b, "  entry %s, %d sections, %d bytes loaded\n", in.Entry, in.Sections, in.LoadBytes)
+	if in.BuildID != "" {
+		fmt.Fprintf(&b, "  build-id: %s\n", in.BuildID)
+	} else {
+		b.WriteString("  build-id: none (linked without --build-id; dumps are paired with it by content)\n")
+	}
 	if a := in.Attributes; a != nil {
 		fmt.Fprintf(&b, "  cpu: %s (%s, profile %s)", orDash(a.CPUName), orDash(a.CPUArch), orDash(a.Profile))
 		if a.FPArch != "" {

@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/faultline-dev/faultline/cmd/faultline/analysis"
 )
 
 // Exit statuses (design.md).
@@ -99,7 +102,9 @@ status registers in plain words, and says how sure it is of every frame.`,
 			cmd.SetOut(stdout)
 			return silentError{ExitUsage}
 		},
+		Version:       versionString(),
 	}
+	root.SetVersionTemplate("faultline {{.Version}}\n")
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -155,4 +160,20 @@ func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// versionString is faultline's version, with the Go version and, when the
+// binary was built from a git checkout, the commit.
+func versionString() string {
+	v := analysis.Version
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		v += " (" + bi.GoVersion
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				v += ", commit " + s.Value[:12]
+			}
+		}
+		v += ")"
+	}
+	return v
 }

@@ -1,0 +1,72 @@
+package analysis
+
+import (
+	"bytes"
+	"strings"
+
+	"github.com/faultline-dev/faultline/crashdump/fault"
+	"github.com/faultline-dev/faultline/unwinders"
+)
+
+// Version is faultline's version, reported in faultline.analysis/1
+// ("faultline") and by faultline --version.
+const Version = "0.9.0"
+
+// ELFJSON is the "elf" object of faultline.analysis/1: which firmware the
+// dump was decoded with.
+type ELFJSON struct {
+	Path    string `json:"path"`
+	BuildID string `json:"build_id,omitempty"`
+	CPU     string `json:"cpu,omitempty"` // from the ELF's build attributes
+}
+
+// HexRegs is a set of named register values that marshals as a JSON
+// object of hex strings in a fixed order (the order it was built in),
+// holding only known values.
+type HexRegs struct {
+	names  []string
+	values []uint32
+}
+
+func (h *HexRegs) add(name string, v uint32) {
+	h.names = append(h.names, name)
+	h.values = append(h.values, v)
+}
+
+// Len returns the number of values.
+func (h *HexRegs) Len() int { return len(h.names) }
+
+// MarshalJSON writes {"r0": "0x00000000", ...}.
+func (h HexRegs) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, n := range h.names {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`"` + n + `":"` + Hex(h.values[i]) + `"`)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// registersJSON lists the dump's known registers, core and special ones
+// first, then the FP registers.
+func registersJSON(r *unwinders.Registers) *HexRegs {
+	h := new(HexRegs)
+	r.Each(func(reg unwinders.Reg, v uint32) { h.add(strings.ToLower(reg.String()), v) })
+	if h.Len() == 0 {
+		return nil
+	}
+	return h
+}
+
+// faultRegistersJSON lists the known SCB fault registers.
+func faultRegistersJSON(s fault.SCB) *HexRegs {
+	h := new(HexRegs)
+	s.Each(func(name string, v uint32) { h.add(strings.ToLower(name), v) })
+	if h.Len() == 0 {
+		return nil
+	}
+	return h
+}
