@@ -19,6 +19,15 @@ const SummarySchema = "faultline.summary/1"
 // Signature holds.
 const SignatureFrames = 3
 
+// SignatureVersion is the version of the bucket signature, named in
+// faultline.summary/1 ("signature_version"). Version 2 builds the
+// signature from high and medium confidence frames only, skips wrapper
+// frames (fault handler trampolines, abort and assert, stack-overflow
+// hooks, C++ terminate machinery, panic handlers), and adds the crashing
+// thread's name when the dump has RTOS threads. Buckets of different
+// versions must not be compared.
+const SignatureVersion = 2
+
 // A Signature is what makes two crashes "the same crash": the exception,
 // the fault causes, the faulting function and its nearest callers. It
 // names functions, never addresses, so that dumps from two builds of the
@@ -45,7 +54,8 @@ type Signature struct {
 	Thread string `json:"thread,omitempty"`
 }
 
-// SignatureOf computes the signature of a report.
+// SignatureOf computes the signature of a report (version 2, see
+// SignatureVersion).
 func SignatureOf(r *Report) Signature {
 	s := Signature{Exception: r.Fault.Exception, Causes: []string{}, Frames: []string{}}
 	for _, t := range r.Threads {
@@ -60,18 +70,73 @@ func SignatureOf(r *Report) Signature {
 		s.Causes = append(s.Causes, c.Register+"."+c.Bit)
 	}
 	start := FaultingFrame(r)
+	s.Function = "??"
 	if start < 0 {
-		s.Function = "??"
 		return s
 	}
-	s.Function = signatureName(r.Frames[start])
-	for _, f := range r.Frames[start+1:] {
+	named := false
+	for _, f := range r.Frames[start:] {
 		if len(s.Frames) == SignatureFrames {
 			break
 		}
+		if f.Kind != unwinders.KindException.String() && (!trusted(f) || IsWrapperFrame(signatureName(f))) {
+			continue
+		}
+		if !named {
+			if f.Kind == unwinders.KindException.String() {
+				continue
+			}
+			s.Function, named = signatureName(f), true
+			continue
+		}
 		s.Frames = append(s.Frames, signatureName(f))
 	}
+	// A trailing exception marker says nothing without the frame after it.
+	for len(s.Frames) > 0 && s.Frames[len(s.Frames)-1] == "<exception>" {
+		s.Frames = s.Frames[:len(s.Frames)-1]
+	}
 	return s
+}
+
+// trusted reports whether a frame is sure enough to name a bucket: high
+// or medium confidence.
+func trusted(f FrameJSON) bool { return f.Confidence == "high" || f.Confidence == "medium" }
+
+// IsWrapperFrame reports whether a function is machinery around a crash
+// rather than its cause: fault handler trampolines, abort and the assert
+// functions, stack-overflow hooks, C++ terminate and exception runtime,
+// Zephyr, FreeRTOS and Rust panic paths. Signatures skip them so that the
+// same bug reached through a different trampoline is one bucket.
+func IsWrapperFrame(name string) bool {
+	if name == "" || name == "??" {
+		return false
+	}
+	base := name
+	if i := strings.IndexByte(base, '('); i > 0 {
+		base = base[:i] // a demangled C++ name's parameters
+	}
+	switch base {
+	case "abort", "_exit", "exit", "__assert_func", "__assert", "__assert_fail", "__aeabi_assert",
+		"__stack_chk_fail", "vApplicationStackOverflowHook", "vAssertCalled", "vApplicationMallocFailedHook",
+		"std::terminate", "std::__terminate", "__gnu_cxx::__verbose_terminate_handler",
+		"__cxxabiv1::__terminate", "__cxxabiv1::__unexpected", "std::unexpected",
+		"k_panic", "k_oops", "z_fatal_error", "z_arm_fatal_error", "k_sys_fatal_error_handler",
+		"z_arm_fault", "z_arm_hard_fault", "z_arm_usage_fault", "z_arm_bus_fault", "z_arm_mpu_fault",
+		"rust_begin_unwind", "__rust_start_panic", "panic", "Default_Handler", "CrashCatcher_Entry",
+		"HardFault_Handler", "MemManage_Handler", "BusFault_Handler", "UsageFault_Handler", "SecureFault_Handler":
+		return true
+	}
+	l := strings.ToLower(base)
+	switch {
+	case strings.HasPrefix(base, "__cxa_"), strings.HasPrefix(base, "_Unwind_"),
+		strings.HasPrefix(base, "core::panicking::"), strings.HasPrefix(base, "std::panicking::"),
+		strings.HasPrefix(base, "core::panic::"), strings.HasPrefix(base, "core::result::unwrap_failed"),
+		strings.HasPrefix(base, "core::option::"+"expect_failed"):
+		return true
+	case strings.Contains(l, "hardfault") || strings.HasSuffix(l, "fault_handler") || strings.HasSuffix(l, "fault_handler_c"):
+		return true
+	}
+	return false
 }
 
 // FaultingFrame returns the index in r.Frames of the faulting frame: the
@@ -102,11 +167,11 @@ func signatureName(f FrameJSON) string {
 }
 
 // Key is the canonical text of the signature, one line:
-// "HardFault|CFSR.DACCVIOL,HFSR.FORCED|null_store|deep5_mixed>deep4>deep3",
-// with "|thread=NAME" appended when an RTOS thread was running (so the keys
-// and IDs of crashes without an RTOS do not change).
+// "v2|HardFault|CFSR.DACCVIOL,HFSR.FORCED|null_store|deep5_mixed>deep4>deep3",
+// with "|thread=NAME" appended when an RTOS thread was running. The
+// version prefix keeps keys of different signature versions apart.
 func (s Signature) Key() string {
-	k := s.Exception + "|" + strings.Join(s.Causes, ",") + "|" + s.Function + "|" + strings.Join(s.Frames, ">")
+	k := fmt.Sprintf("v%d|", SignatureVersion) + s.Exception + "|" + strings.Join(s.Causes, ",") + "|" + s.Function + "|" + strings.Join(s.Frames, ">")
 	if s.Thread != "" {
 		k += "|thread=" + s.Thread
 	}
@@ -150,9 +215,12 @@ type Undecodable struct {
 // Summary groups crashes into buckets by Signature. Its JSON form is
 // faultline.summary/1. Build it with a Summarizer.
 type Summary struct {
-	Schema   string `json:"schema"`
-	ELF      string `json:"elf"`
-	Unwinder string `json:"unwinder"`
+	Schema string `json:"schema"`
+	// SignatureVersion names how bucket signatures were built
+	// (SignatureVersion).
+	SignatureVersion int    `json:"signature_version"`
+	ELF              string `json:"elf"`
+	Unwinder         string `json:"unwinder"`
 	// Order says what "first" and "last" mean: "path" (the dumps were
 	// added in path order).
 	Order       string      `json:"order"`
@@ -174,7 +242,7 @@ type Summarizer struct {
 // it.
 func NewSummarizer(elf, unwinder, order string) *Summarizer {
 	return &Summarizer{
-		s: Summary{Schema: SummarySchema, ELF: elf, Unwinder: unwinder, Order: order,
+		s: Summary{Schema: SummarySchema, SignatureVersion: SignatureVersion, ELF: elf, Unwinder: unwinder, Order: order,
 			Buckets: []*Bucket{}, Undecodable: Undecodable{Errors: []DumpError{}}},
 		byKey: map[string]*Bucket{},
 	}
@@ -230,7 +298,7 @@ func (s *Summary) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, " (unwinder %s): %s decoded in %s, %d undecodable\n",
 		s.Unwinder, plural(s.Decoded, "dump"), plural(len(s.Buckets), "bucket"), s.Undecodable.Count)
-	fmt.Fprintf(&b, "First and last are in %s order.\n", s.Order)
+	fmt.Fprintf(&b, "First and last are in %s order; bucket signatures version %d.\n", s.Order, s.SignatureVersion)
 	for i, bk := range s.Buckets {
 		sig := bk.Signature
 		fmt.Fprintf(&b, "\n#%d  %s  %s in %s", i+1, plural(bk.Count, "dump"), sig.Exception, sig.Function)

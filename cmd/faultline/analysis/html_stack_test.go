@@ -91,7 +91,7 @@ func TestSignature(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := SignatureOf(r)
-	want := "HardFault|CFSR.DACCVIOL,HFSR.FORCED|null_store|deep5_mixed>deep4_huge_locals>deep3_callee_saved"
+	want := "v2|HardFault|CFSR.DACCVIOL,HFSR.FORCED|null_store|deep5_mixed>deep4_huge_locals>deep3_callee_saved"
 	if s.Key() != want || len(s.ID()) != 12 {
 		t.Errorf("signature %q id %q, want %q", s.Key(), s.ID(), want)
 	}

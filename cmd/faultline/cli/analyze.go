@@ -3,10 +3,12 @@ package cli
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -190,6 +192,23 @@ func runAnalyze(cmd *cobra.Command, c *commonFlags, raw *rawFlags, bf *batchFlag
 	if raw.regs != "" {
 		// The images and the registers form one dump.
 		jobs = []batchJob{{name: raw.regs, load: func() (*crashdump.Dump, error) { return crashdump.Combine(raw.regs, args, opt) }}}
+	} else if slices.Contains(args, "-") {
+		// The dump on standard input: one dump, no region files (a
+		// native manifest on stdin must hold its memory inline).
+		if len(args) != 1 {
+			return usagef("- (the dump on standard input) must be the only DUMP")
+		}
+		jobs = []batchJob{{name: "<stdin>", load: func() (*crashdump.Dump, error) {
+			data, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), crashdump.MaxManifestSize+1))
+			if err != nil {
+				return nil, &crashdump.FormatError{File: "<stdin>", Offset: -1, Msg: "cannot read: " + err.Error(), Err: err}
+			}
+			d, err := crashdump.Parse(data, "<stdin>", nil)
+			if err == nil && opt.CPU != "" {
+				d.CPU = opt.CPU
+			}
+			return d, err
+		}}}
 	} else {
 		in := expandInputs(args)
 		problems = in.problems

@@ -102,7 +102,7 @@ status registers in plain words, and says how sure it is of every frame.`,
 			cmd.SetOut(stdout)
 			return silentError{ExitUsage}
 		},
-		Version:       versionString(),
+		Version: versionString(),
 	}
 	root.SetVersionTemplate("faultline {{.Version}}\n")
 	root.SetIn(stdin)
