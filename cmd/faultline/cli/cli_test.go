@@ -178,7 +178,7 @@ func TestExitStatuses(t *testing.T) {
 		{[]string{"analyze", "--elf", elf, garbage}, ExitInput, "garbage.json"},
 		{[]string{"analyze", "--elf", elf, filepath.Join(dir, "missing.json")}, ExitInput, "missing.json"},
 		{[]string{"analyze", "--elf", notELF, garbage}, ExitInput, "x.elf"},
-		{[]string{"symbolize", "--elf", elf, "zz"}, ExitUsage, "zz"},
+		{[]string{"symbolize", "--elf", elf, "zz"}, ExitInput, "\"zz\""},
 		{[]string{"info"}, ExitUsage, "--elf"},
 	}
 	for _, c := range cases {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,9 +16,19 @@ import (
 	"github.com/faultline-dev/faultline/elfsym"
 )
 
+// a2lFlags are addr2line's own flags. Giving any of -e, -a, -p, -f or -i
+// makes symbolize print exactly what arm-none-eabi-addr2line prints with
+// the same flags; without them it prints what addr2line -f -i prints.
+type a2lFlags struct {
+	exe                               string
+	addresses, pretty, functions, inl bool
+	on                                bool // addr2line mode
+}
+
 func newSymbolize() *cobra.Command {
 	var elfPath, format string
 	var demangle bool
+	var a2l a2lFlags
 	cmd := &cobra.Command{
 		Use:   "symbolize --elf FW.elf [ADDR...]",
 		Short: "Addresses to function, file:line and inlined callers (like addr2line -f -i)",
@@ -25,6 +36,16 @@ func newSymbolize() *cobra.Command {
 inline level, innermost first, exactly as arm-none-eabi-addr2line -f -i -e
 does. With no ADDR it reads addresses from standard input, one or more per
 line. Addresses are hex (with or without 0x).
+
+It is a drop-in for addr2line in scripts: with any of addr2line's flags
+-e FILE (--exe), -a (--addresses), -p (--pretty-print), -f (--functions)
+and -i (--inlines), the output is what addr2line prints with the same
+flags (only file:line per address unless -f; only the innermost level
+unless -i; -a the address first; -p one line per level, callers as
+" (inlined by) ..."); -C demangles in both modes. An unreadable address
+prints what addr2line prints for an address it knows nothing about ("??"
+for the address with -a, "??" and "??:0"), is reported on stderr, and the
+stream goes on; the exit status is then 1.
 
 The text form copies addr2line's conventions, its quirks included: an
 address in the padding past a function's end is named after that function
@@ -36,11 +57,24 @@ address 0) is never used, and clang's DWARF 5 inline ranges
 (DW_FORM_rnglistx), which binutils 2.40 skips, are followed, as
 llvm-symbolizer does.`,
 		RunE: func(cmd *cobra.Command, addrs []string) error {
+			fl := cmd.Flags()
+			for _, n := range []string{"exe", "addresses", "pretty-print", "functions", "inlines"} {
+				a2l.on = a2l.on || fl.Changed(n)
+			}
+			switch {
+			case elfPath != "" && a2l.exe != "" && elfPath != a2l.exe:
+				return usagef("--elf %s and -e %s: give the ELF once", elfPath, a2l.exe)
+			case elfPath == "":
+				elfPath = a2l.exe
+			}
 			if elfPath == "" {
-				return usagef("--elf is required")
+				return usagef("--elf (or -e) is required")
 			}
 			if format != "text" && format != "json" {
 				return usagef("--format %q: want text or json", format)
+			}
+			if a2l.on && format != "text" {
+				return usagef("addr2line's flags (-a -p -f -i -e) select its text output: not with --format %s", format)
 			}
 			elf, err := openFirmware(elfPath)
 			if err != nil {
@@ -55,6 +89,7 @@ llvm-symbolizer does.`,
 			var (
 				results []elfsym.AddrLocations
 				text    []byte // one address's text, reused
+				pretty  []byte // the same in addr2line's form, reused
 			)
 			do := func(a uint32) error {
 				if format == "json" {
@@ -68,13 +103,34 @@ llvm-symbolizer does.`,
 					// addr2line prints what it can and carries on.
 					fmt.Fprintf(cmd.ErrOrStderr(), "faultline: 0x%08x: %v\n", a, err)
 				}
+				if a2l.on {
+					pretty = a2l.render(pretty[:0], fmt.Sprintf("0x%08x", a), text)
+					_, err = out.Write(pretty)
+					return err
+				}
 				_, err = out.Write(text)
 				return err
 			}
+			unreadable := 0
 			doString := func(s string) error {
 				a, err := parseAddr(s)
 				if err != nil {
-					return usageError{err}
+					// addr2line's answer for an address it knows
+					// nothing about, and the stream goes on.
+					unreadable++
+					out.Flush()
+					fmt.Fprintf(cmd.ErrOrStderr(), "faultline: %v\n", err)
+					if format == "json" {
+						results = append(results, elfsym.AddrLocations{})
+						return nil
+					}
+					if a2l.on {
+						pretty = a2l.render(pretty[:0], "??", []byte(unknownAddr2Line))
+						_, err = out.Write(pretty)
+						return err
+					}
+					_, err = io.WriteString(out, unknownAddr2Line)
+					return err
 				}
 				return do(a)
 			}
@@ -124,14 +180,25 @@ llvm-symbolizer does.`,
 				}
 				enc := json.NewEncoder(out)
 				enc.SetIndent("", "  ")
-				return enc.Encode(results)
+				if err := enc.Encode(results); err != nil {
+					return err
+				}
+			}
+			if unreadable > 0 {
+				out.Flush()
+				return fmt.Errorf("%d unreadable address%s (answered ??)", unreadable, map[bool]string{true: "", false: "es"}[unreadable == 1])
 			}
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&elfPath, "elf", "", "firmware ELF file (required)")
+	cmd.Flags().StringVar(&elfPath, "elf", "", "firmware ELF file (required, or -e)")
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text|json")
 	cmd.Flags().BoolVarP(&demangle, "demangle", "C", false, "demangle C++ names (like addr2line -C)")
+	cmd.Flags().StringVarP(&a2l.exe, "exe", "e", "", "addr2line -e: the ELF (as --elf), and addr2line's output form")
+	cmd.Flags().BoolVarP(&a2l.addresses, "addresses", "a", false, "addr2line -a: print each address before its answer")
+	cmd.Flags().BoolVarP(&a2l.pretty, "pretty-print", "p", false, "addr2line -p: one line per inline level (\"f at file:line\")")
+	cmd.Flags().BoolVarP(&a2l.functions, "functions", "f", false, "addr2line -f: print function names")
+	cmd.Flags().BoolVarP(&a2l.inl, "inlines", "i", false, "addr2line -i: print the inlined callers too")
 	return cmd
 }
 
@@ -144,6 +211,58 @@ const largeELFBytes = 32 << 20
 func largeELF(path string) bool {
 	st, err := os.Stat(path)
 	return err == nil && st.Size() >= largeELFBytes
+}
+
+// unknownAddr2Line is what addr2line -f prints for an address it knows
+// nothing about.
+const unknownAddr2Line = "??\n??:0\n"
+
+// render turns one address's answer in addr2line -f -i form (pairs of
+// function and file:line lines, as elfsym writes them) into addr2line's
+// form for the flags: addr is what -a prints for it.
+func (f *a2lFlags) render(dst []byte, addr string, text []byte) []byte {
+	if f.addresses {
+		dst = append(dst, addr...)
+		if f.pretty {
+			dst = append(dst, ": "...)
+		} else {
+			dst = append(dst, '\n')
+		}
+	}
+	if string(text) == unknownAddr2Line {
+		// Not found at all: no "at" in the pretty form.
+		if f.functions {
+			if f.pretty {
+				dst = append(dst, "?? "...)
+			} else {
+				dst = append(dst, "??\n"...)
+			}
+		}
+		return append(dst, "??:0\n"...)
+	}
+	for level := 0; len(text) > 0; level++ {
+		fn, rest, _ := bytes.Cut(text, []byte{'\n'})
+		loc, rest, _ := bytes.Cut(rest, []byte{'\n'})
+		text = rest
+		if level > 0 {
+			if !f.inl {
+				break
+			}
+			if f.pretty {
+				dst = append(dst, " (inlined by) "...)
+			}
+		}
+		if f.functions {
+			dst = append(dst, fn...)
+			if f.pretty {
+				dst = append(dst, " at "...)
+			} else {
+				dst = append(dst, '\n')
+			}
+		}
+		dst = append(append(dst, loc...), '\n')
+	}
+	return dst
 }
 
 // flushingReader flushes w before each read from r, so that what has been
