@@ -1,0 +1,247 @@
+// Package heapwalk walks a firmware's heap in the RAM of a crash dump: the
+// chunks of newlib's malloc (the dlmalloc-derived mallocr of newlib's
+// libc.a) and the blocks of FreeRTOS's heap_4, and reports what was used
+// and free at crash time, the largest free block and the fragmentation.
+// Heap structures that do not hold together are reported as corruption: a
+// common cause of the crash itself.
+//
+// Layouts (facts of the allocators' public sources and documentation):
+//
+//   - newlib mallocr: a chunk is {prev_size, size} (4 bytes each) followed
+//     by the user data; the low bit of size (PREV_INUSE) says whether the
+//     chunk before is in use, so a chunk is in use when the next chunk's
+//     PREV_INUSE is set; sizes are multiples of 8 and at least 16. The
+//     chunks run from the 8-aligned start of the memory sbrk returned
+//     (__malloc_sbrk_base) to the top chunk, top = __malloc_av_[2] (the
+//     forward link of bin 0), whose size covers the rest of the arena
+//     (__malloc_current_mallinfo.arena bytes from the start).
+//   - heap_4: ucHeap holds blocks that start with a BlockLink_t
+//     {pxNextFreeBlock, xBlockSize}; the top bit of xBlockSize marks an
+//     allocated block; the blocks run from the 8-aligned start of ucHeap
+//     to the end marker pxEnd; the free blocks are listed by address from
+//     xStart; xFreeBytesRemaining holds their total.
+package heapwalk
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/faultline-dev/faultline/unwinders"
+)
+
+// Symbols looks a symbol's address up by name.
+type Symbols func(name string) (uint32, bool)
+
+// Block is one chunk or block of the heap.
+type Block struct {
+	Addr uint32 `json:"-"`
+	// Ptr is what the allocator returned for it (the user data).
+	Ptr  uint32 `json:"-"`
+	Size uint32 `json:"size"` // including the header
+	Used bool   `json:"used"`
+}
+
+// Walk is the heap at crash time.
+type Walk struct {
+	Allocator   string `json:"allocator"` // "newlib" or "freertos-heap_4"
+	Start       uint32 `json:"-"`
+	End         uint32 `json:"-"`
+	UsedBytes   uint64 `json:"used_bytes"`
+	UsedBlocks  int    `json:"used_blocks"`
+	FreeBytes   uint64 `json:"free_bytes"`
+	FreeBlocks  int    `json:"free_blocks"`
+	LargestFree uint32 `json:"largest_free"`
+	// Fragmentation is 1 - LargestFree/FreeBytes: 0 when all free memory
+	// is one block.
+	Fragmentation float64 `json:"fragmentation"`
+	Blocks        []Block `json:"-"`
+	// Corrupt says where the structures stop making sense; the counts
+	// cover what was walked before.
+	Corrupt string `json:"corrupt,omitempty"`
+	// Notes are smaller inconsistencies (a statistic that disagrees).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// ErrNoHeap means the firmware has none of the heaps the walker knows.
+var ErrNoHeap = errors.New("no heap the walker knows (newlib malloc or FreeRTOS heap_4)")
+
+// maxBlocks bounds every walk.
+const maxBlocks = 1 << 20
+
+// Find walks the heaps the firmware has: heap_4 when it has ucHeap and
+// pxEnd, newlib when it has __malloc_av_ and __malloc_sbrk_base.
+func Find(mem unwinders.Memory, sym Symbols) ([]*Walk, error) {
+	var out []*Walk
+	if _, ok := sym("ucHeap"); ok {
+		if _, ok := sym("pxEnd"); ok {
+			out = append(out, Heap4(mem, sym))
+		}
+	}
+	if _, ok := sym("__malloc_av_"); ok {
+		if _, ok := sym("__malloc_sbrk_base"); ok {
+			w := Newlib(mem, sym)
+			if w != nil {
+				out = append(out, w)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, ErrNoHeap
+	}
+	return out, nil
+}
+
+func word(mem unwinders.Memory, addr uint32) (uint32, error) { return unwinders.ReadU32(mem, addr) }
+
+func (w *Walk) add(b Block) {
+	w.Blocks = append(w.Blocks, b)
+	if b.Used {
+		w.UsedBytes += uint64(b.Size)
+		w.UsedBlocks++
+		return
+	}
+	w.FreeBytes += uint64(b.Size)
+	w.FreeBlocks++
+	if b.Size > w.LargestFree {
+		w.LargestFree = b.Size
+	}
+}
+
+func (w *Walk) finish() {
+	if w.FreeBytes > 0 {
+		w.Fragmentation = 1 - float64(w.LargestFree)/float64(w.FreeBytes)
+	}
+}
+
+func (w *Walk) corrupt(format string, args ...any) *Walk {
+	w.Corrupt = fmt.Sprintf(format, args...) + ": the heap is corrupt (a write past a block's end, a double free or a use after free damaged its bookkeeping), a common cause of the crash"
+	w.finish()
+	return w
+}
+
+// Newlib walks newlib's malloc arena. It returns nil when malloc never ran
+// (__malloc_sbrk_base is still -1).
+func Newlib(mem unwinders.Memory, sym Symbols) *Walk {
+	w := &Walk{Allocator: "newlib"}
+	av, _ := sym("__malloc_av_")
+	sb, _ := sym("__malloc_sbrk_base")
+	base, err := word(mem, sb)
+	if err != nil {
+		return w.corrupt("__malloc_sbrk_base at 0x%08x is not in the dump (%v)", sb, err)
+	}
+	if base == 0xffffffff {
+		return nil
+	}
+	top, err := word(mem, av+8)
+	if err != nil {
+		return w.corrupt("__malloc_av_ at 0x%08x is not in the dump (%v)", av, err)
+	}
+	start := (base + 7) &^ 7
+	w.Start = start
+	topSize, err := word(mem, top+4)
+	if err != nil {
+		return w.corrupt("the top chunk at 0x%08x (__malloc_av_[2]) is not in the dump (%v)", top, err)
+	}
+	topSize &^= 3
+	if top < start || uint64(top)+uint64(topSize) > 1<<32 || topSize&7 != 0 {
+		return w.corrupt("the top chunk at 0x%08x (size %d) is not after the arena start 0x%08x", top, topSize, start)
+	}
+	w.End = top + topSize
+	c := start
+	for n := 0; c < top; n++ {
+		if n == maxBlocks {
+			return w.corrupt("more than %d chunks before the top chunk", maxBlocks)
+		}
+		sz, err := word(mem, c+4)
+		if err != nil {
+			return w.corrupt("chunk at 0x%08x: its header is not in the dump (%v)", c, err)
+		}
+		size := sz &^ 3
+		if size < 16 || size&7 != 0 || uint64(c)+uint64(size) > uint64(top) {
+			return w.corrupt("chunk at 0x%08x has size field 0x%08x: not a multiple of 8 of at least 16 that ends by the top chunk at 0x%08x", c, sz, top)
+		}
+		next := c + size
+		nsz, err := word(mem, next+4)
+		if err != nil {
+			return w.corrupt("chunk at 0x%08x: its header is not in the dump (%v)", next, err)
+		}
+		w.add(Block{Addr: c, Ptr: c + 8, Size: size, Used: nsz&1 != 0})
+		c = next
+	}
+	if c != top {
+		return w.corrupt("the chunks end at 0x%08x, not at the top chunk 0x%08x", c, top)
+	}
+	w.add(Block{Addr: top, Ptr: top + 8, Size: topSize})
+	if mi, ok := sym("__malloc_current_mallinfo"); ok {
+		if arena, err := word(mem, mi); err == nil && arena != 0 && arena != w.End-base {
+			w.Notes = append(w.Notes, fmt.Sprintf("mallinfo.arena is %d bytes, the chunks cover %d", arena, w.End-base))
+		}
+	}
+	w.finish()
+	return w
+}
+
+// Heap4 walks a FreeRTOS heap_4 heap.
+func Heap4(mem unwinders.Memory, sym Symbols) *Walk {
+	w := &Walk{Allocator: "freertos-heap_4"}
+	heap, _ := sym("ucHeap")
+	pe, _ := sym("pxEnd")
+	end, err := word(mem, pe)
+	if err != nil {
+		return w.corrupt("pxEnd at 0x%08x is not in the dump (%v)", pe, err)
+	}
+	if end == 0 {
+		w.Notes = append(w.Notes, "the heap was never used (pxEnd is NULL)")
+		return w
+	}
+	start := (heap + 7) &^ 7
+	w.Start, w.End = start, end
+	if end < start || end-start > 1<<30 {
+		return w.corrupt("pxEnd 0x%08x is not after the start of ucHeap 0x%08x", end, start)
+	}
+	const used = uint32(1) << 31
+	var free []uint32
+	b := start
+	for n := 0; b < end; n++ {
+		if n == maxBlocks {
+			return w.corrupt("more than %d blocks before pxEnd", maxBlocks)
+		}
+		raw, err := word(mem, b+4)
+		if err != nil {
+			return w.corrupt("block at 0x%08x: its BlockLink_t is not in the dump (%v)", b, err)
+		}
+		size := raw &^ used
+		if size < 8 || size&7 != 0 || uint64(b)+uint64(size) > uint64(end) {
+			return w.corrupt("block at 0x%08x has xBlockSize 0x%08x: not a multiple of 8 of at least 8 that ends by pxEnd 0x%08x", b, raw, end)
+		}
+		blk := Block{Addr: b, Ptr: b + 8, Size: size, Used: raw&used != 0}
+		if !blk.Used {
+			free = append(free, b)
+		}
+		w.add(blk)
+		b += size
+	}
+	if b != end {
+		return w.corrupt("the blocks end at 0x%08x, not at pxEnd 0x%08x", b, end)
+	}
+	// The free list must name exactly the free blocks, in address order.
+	if xs, ok := sym("xStart"); ok {
+		at, err := word(mem, xs)
+		for i := 0; err == nil && at != end; i++ {
+			if i >= len(free) || at != free[i] {
+				return w.corrupt("the free list from xStart reaches 0x%08x, which is not the next free block", at)
+			}
+			at, err = word(mem, at)
+		}
+		if err != nil {
+			return w.corrupt("the free list from xStart leaves the dump (%v)", err)
+		}
+	}
+	if fb, ok := sym("xFreeBytesRemaining"); ok {
+		if v, err := word(mem, fb); err == nil && uint64(v) != w.FreeBytes {
+			w.Notes = append(w.Notes, fmt.Sprintf("xFreeBytesRemaining is %d, the free blocks hold %d", v, w.FreeBytes))
+		}
+	}
+	w.finish()
+	return w
+}
