@@ -71,6 +71,9 @@ type Input struct {
 	ELF  *elfsym.File        // symbols + DWARF types
 	Mem  unwinders.Memory    // dump RAM over ELF flash
 	Regs unwinders.Registers // the crash's registers (for the current thread)
+	// Layouts, when not nil, caches the struct layouts across the dumps
+	// of one ELF (NewLayouts).
+	Layouts *Layouts
 }
 
 // Discover finds the kernel the firmware runs and its threads. It tries

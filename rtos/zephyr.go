@@ -136,7 +136,7 @@ func discoverZephyr(in Input) (*Kernel, error) {
 		return nil, nil
 	}
 	k := &Kernel{Kind: "zephyr"}
-	l, warnings := zephyrLayoutOf(in)
+	l, warnings := in.Layouts.zephyrLayout(in.ELF, func() (zephyrLayout, []string) { return zephyrLayoutOf(in) })
 	k.Source = l.source
 	k.Warnings = append(k.Warnings, warnings...)
 	if !l.current.ok {

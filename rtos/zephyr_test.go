@@ -335,3 +335,40 @@ func BenchmarkZephyrDiscover(b *testing.B) {
 		}
 	}
 }
+
+// TestLayoutsCache: a Layouts gives the same kernel as no cache, from
+// several goroutines, and recomputes for another ELF.
+func TestLayoutsCache(t *testing.T) {
+	in := zephyrInput(t, filepath.Join("..", "firmware-samples", "rtos-zephyr", "build", "gcc-m3-O2.elf"),
+		filepath.Join("..", "fixtures", "rtos-zephyr", "gcc-m3-O2.json"))
+	want, err := Discover(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Layouts = NewLayouts()
+	done := make(chan *Kernel, 4)
+	for range 4 {
+		go func() {
+			k, _ := Discover(in)
+			done <- k
+		}()
+	}
+	for range 4 {
+		k := <-done
+		if k == nil || k.Source != want.Source || len(k.Threads) != len(want.Threads) {
+			t.Fatalf("cached: %+v", k)
+		}
+		for i := range k.Threads {
+			if k.Threads[i].Regs != want.Threads[i].Regs || k.Threads[i].Name != want.Threads[i].Name {
+				t.Errorf("thread %d differs with the cache", i)
+			}
+		}
+	}
+	// Another ELF (no debug types) through the same cache: its own layout.
+	other := zephyrInput(t, filepath.Join("..", "firmware-samples", "rtos-zephyr", "build", "gcc-m3-O2-nodebug-notable.elf"),
+		filepath.Join("..", "fixtures", "rtos-zephyr", "gcc-m3-O2.json"))
+	other.Layouts = in.Layouts
+	if k, err := Discover(other); err != nil || k.Source != "default layout" {
+		t.Errorf("other ELF through the cache: %v %+v", err, k)
+	}
+}

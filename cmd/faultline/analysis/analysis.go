@@ -125,7 +125,7 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 		r.ELF = filepath.Base(elf.Name())
 		r.ELFInfo = &ELFJSON{Path: elf.Name(), BuildID: facts.buildID, CPU: facts.cpu}
 	}
-	kernel := discoverThreads(elf, t, d.Regs, r)
+	kernel := discoverThreads(elf, facts.layouts, t, d.Regs, r)
 	chain = threadChain(elf, kernel, chain)
 	res := unwinders.Walk(t, d.Regs, chain, unwinders.Options{MaxFrames: maxFrames})
 	r.Target = t
@@ -216,6 +216,9 @@ type elfFacts struct {
 	vectorAddr uint32
 	initialSP  uint32
 	reset      uint32
+	// layouts caches the RTOS struct layouts of this ELF across the
+	// dumps an Analyzer decodes.
+	layouts *rtos.Layouts
 }
 
 func factsOf(elf *elfsym.File) elfFacts {
@@ -223,6 +226,7 @@ func factsOf(elf *elfsym.File) elfFacts {
 	if elf == nil {
 		return f
 	}
+	f.layouts = rtos.NewLayouts()
 	info := elf.Info()
 	if info.Attributes != nil {
 		f.profile = unwinders.ProfileOf(info.Attributes.CPUName)

@@ -140,11 +140,11 @@ func cutWalk(elf *elfsym.File, kind string, res *unwinders.Result) bool {
 // discoverThreads finds the RTOS threads of the dump, before the crash's
 // own walk: the current thread's stack then bounds that walk (a stack scan
 // must not wander into another task's stack).
-func discoverThreads(elf *elfsym.File, t *unwinders.Target, regs unwinders.Registers, r *Report) *rtos.Kernel {
+func discoverThreads(elf *elfsym.File, layouts *rtos.Layouts, t *unwinders.Target, regs unwinders.Registers, r *Report) *rtos.Kernel {
 	if elf == nil {
 		return nil
 	}
-	k, err := rtos.Discover(rtos.Input{ELF: elf, Mem: t.Mem, Regs: regs})
+	k, err := rtos.Discover(rtos.Input{ELF: elf, Mem: t.Mem, Regs: regs, Layouts: layouts})
 	if err != nil {
 		r.Warnings = append(r.Warnings, err.Error())
 		return nil

@@ -116,3 +116,30 @@ func TestZephyrThreadBacktraces(t *testing.T) {
 	}
 	t.Logf("%d of %d thread backtraces equal GDB's (tail-call frames aside)", exact, total)
 }
+
+// BenchmarkAnalyzeZephyrThreads decodes the 8-thread Zephyr-like dump with
+// an Analyzer: discovery (layouts cached across dumps), the crash's walk
+// and every thread's walk.
+func BenchmarkAnalyzeZephyrThreads(b *testing.B) {
+	root := filepath.Join("..", "..", "..")
+	elf, err := elfsym.Open(filepath.Join(root, "firmware-samples", "rtos-zephyr", "build", "gcc-m4f-O2.elf"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer elf.Close()
+	d, err := crashdump.Load(filepath.Join(root, "fixtures", "rtos-zephyr", "gcc-m4f-O2.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	a, err := NewAnalyzer(elf, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		r, err := a.Analyze(d)
+		if err != nil || len(r.Threads) != 8 {
+			b.Fatal(err)
+		}
+	}
+}

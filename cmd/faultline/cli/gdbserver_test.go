@@ -59,7 +59,7 @@ func TestGDBServerStdio(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	// udf: UNDEFINSTR, so SIGILL (4).
-	want := "+" + gdbPacket("PacketSize=4000;qXfer:features:read+;qXfer:memory-map:read+;QStartNoAckMode+") +
+	want := "+" + gdbPacket("PacketSize=4000;qXfer:features:read+;qXfer:memory-map:read+;qXfer:threads:read+;QStartNoAckMode+") +
 		"+" + gdbPacket("T04thread:1;") + "+$"
 	if !strings.HasPrefix(out, want) || !strings.HasSuffix(out, "+"+gdbPacket("OK")) {
 		t.Errorf("stdout:\n%q\nwant it to start with\n%q", out, want)
