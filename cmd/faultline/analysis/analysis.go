@@ -93,7 +93,16 @@ type FrameJSON struct {
 }
 
 // Hex formats an address the way every faultline JSON does.
-func Hex(v uint32) string { return fmt.Sprintf("0x%08x", v) }
+// (fmt-free: a report formats several per frame.)
+func Hex(v uint32) string {
+	const digits = "0123456789abcdef"
+	b := [10]byte{'0', 'x'}
+	for i := 9; i >= 2; i-- {
+		b[i] = digits[v&0xf]
+		v >>= 4
+	}
+	return string(b[:])
+}
 
 // Analyze decodes one dump against one ELF.
 func Analyze(elf *elfsym.File, d *crashdump.Dump, opt Options) (*Report, error) {
