@@ -49,6 +49,9 @@ type rtosCase struct {
 	// prvTaskExitError while GDB goes on) anything may follow.
 	strict bool
 	oracle threadOracle
+	// command, when set, is the faultline binary GDB runs with --stdio
+	// instead of connecting to a server in the test process.
+	command string
 }
 
 func rtosCases(t *testing.T) []rtosCase {
@@ -70,8 +73,8 @@ func rtosCases(t *testing.T) []rtosCase {
 		}
 		elf := filepath.Join(repoRoot, "firmware-samples", "rtos-zephyr", "build", build+".elf")
 		cases = append(cases,
-			rtosCase{"zephyr-" + build + "-native", elf, filepath.Join(dir, build+".json"), true, true, o},
-			rtosCase{"zephyr-" + build + "-coredump", elf, filepath.Join(dir, build+".zephyr.log"), false, true, o})
+			rtosCase{name: "zephyr-" + build + "-native", elf: elf, dump: filepath.Join(dir, build+".json"), handler: true, strict: true, oracle: o},
+			rtosCase{name: "zephyr-" + build + "-coredump", elf: elf, dump: filepath.Join(dir, build+".zephyr.log"), strict: true, oracle: o})
 	}
 	fdir := filepath.Join(repoRoot, "fixtures", "rtos", "freertos")
 	tasks, _ := filepath.Glob(filepath.Join(fdir, "*.tasks.json"))
@@ -87,7 +90,7 @@ func rtosCases(t *testing.T) []rtosCase {
 		}
 		o.Threads = o.Tasks
 		elf := filepath.Join(repoRoot, "firmware-samples", "rtos-freertos", "build", build+".elf")
-		cases = append(cases, rtosCase{"freertos-" + build, elf, filepath.Join(fdir, build+".json"), true, false, o})
+		cases = append(cases, rtosCase{name: "freertos-" + build, elf: elf, dump: filepath.Join(fdir, build+".json"), handler: true, oracle: o})
 	}
 	return cases
 }
@@ -98,21 +101,34 @@ var (
 )
 
 // TestGDBThreads is the acceptance test of the thread support: the real
-// gdb-multiarch, connected to faultline's server of each Zephyr-kernel dump
-// (the native dump at the HardFault, and the Zephyr coredump the firmware
-// wrote), must list every thread in "info threads", and "thread apply all
-// bt" must give, for every thread, the backtrace GDB gave in QEMU from that
-// thread's saved context (fixtures/rtos-zephyr/oracle), ending at the
+// gdb-multiarch, connected to faultline's server of each RTOS dump (the
+// Zephyr-like kernel's native dump at the HardFault and the Zephyr
+// coredump its firmware wrote, the latter through `faultline gdbserver
+// --stdio`; the FreeRTOS-like kernel's dumps), must list every thread in
+// "info threads", and "thread apply all bt" must give, for every thread,
+// the backtrace GDB gave in QEMU from that thread's saved context
+// (fixtures/rtos-zephyr, fixtures/rtos/freertos), for Zephyr ending at the
 // thread entry (GDB may add one frame at the entry's return address 0).
 func TestGDBThreads(t *testing.T) {
 	if !gdbtest.Available() {
 		t.Skip(gdbtest.GDB + " is not installed (CI installs it)")
 	}
 	cases := rtosCases(t)
+	// The Zephyr coredumps go through the faultline command itself
+	// (`target remote | faultline gdbserver --stdio`), the other dumps
+	// through a server in this process.
+	bin := filepath.Join(t.TempDir(), "faultline")
+	build := exec.Command("go", "build", "-o", bin, "github.com/faultline-dev/faultline/cmd/faultline")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
 	var matched, threads int
 	t.Run("dumps", func(t *testing.T) {
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
+				if strings.HasSuffix(c.dump, ".zephyr.log") {
+					c.command = bin
+				}
 				n, err := checkThreads(t, c)
 				if err != nil {
 					t.Fatal(err)
@@ -139,21 +155,27 @@ func checkThreads(t *testing.T, c rtosCase) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	done := make(chan error, 1)
-	go func() {
-		done <- gdbserver.NewServer(tgt, gdbserver.Config{Logf: t.Logf, IdleTimeout: time.Minute}).Serve(ctx, l, 1)
-	}()
+	target := fmt.Sprintf("| '%s' gdbserver --stdio --elf '%s' '%s'", c.command, c.elf, c.dump)
+	if c.command == "" {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		target = l.Addr().String()
+		go func() {
+			done <- gdbserver.NewServer(tgt, gdbserver.Config{Logf: t.Logf, IdleTimeout: time.Minute}).Serve(ctx, l, 1)
+		}()
+	} else {
+		done <- nil
+	}
 	const sep = "@@faultline-threads@@"
 	cmd := exec.CommandContext(ctx, gdbtest.GDB, "-batch", "-nx",
 		"-ex", "set osabi none", "-ex", "set width 0", "-ex", "set pagination off",
 		"-ex", "set backtrace limit 64",
-		"-ex", "target remote "+l.Addr().String(),
+		"-ex", "target remote "+target,
 		"-ex", "echo "+sep+"\\n", "-ex", "info threads",
 		"-ex", "echo "+sep+"\\n", "-ex", "thread apply all bt",
 		"-ex", "echo "+sep+"\\n", c.elf)
