@@ -187,3 +187,46 @@ func TestSignatureHasCrashingThread(t *testing.T) {
 		t.Errorf("without threads: %+v", s2)
 	}
 }
+
+// The HTML page shows the thread table with one stack-usage bar per task
+// (the overflowed one red) and each task's backtrace; the text report has a
+// section per thread, the crashing one first.
+func TestRTOSThreadsRendered(t *testing.T) {
+	elf, err := elfsym.Open("../../../firmware-samples/rtos-freertos/build/gcc-m4f-O2.elf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := crashdump.Load(filepath.Join(rtosFixtures, "gcc-m4f-O2.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Analyze(elf, d, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h strings.Builder
+	if err := WriteHTML(&h, r, d, HTMLOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	page := h.String()
+	if n := strings.Count(page, `<div class="bar">`); n != 13 {
+		t.Errorf("%d stack bars, want 13", n)
+	}
+	if strings.Count(page, `class="over"`) != 1 || !strings.Contains(page, "dsp_filter_step") {
+		t.Errorf("HTML lacks the overflow bar or a task's backtrace")
+	}
+	var txt strings.Builder
+	if err := r.WriteText(&txt); err != nil {
+		t.Fatal(err)
+	}
+	out := txt.String()
+	for _, want := range []string{"Threads (freertos, layouts from debug types): 13", "Thread 1: net (running, priority 3)",
+		"mutex lock (0x", "held by lo", "5 (base 1)", "OVERFLOW", "Stop: reached the task entry"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text report lacks %q", want)
+		}
+	}
+	if strings.Index(out, "Thread 1: net") > strings.Index(out, "Thread 2:") {
+		t.Errorf("the crashing thread is not first")
+	}
+}
