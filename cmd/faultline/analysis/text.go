@@ -3,6 +3,7 @@ package analysis
 import (
 	"fmt"
 	"io"
+	"path"
 	"strings"
 
 	"github.com/faultline-dev/faultline/rtos"
@@ -91,10 +92,27 @@ func fileLine(f FrameJSON) string {
 	if f.File == "" {
 		return ""
 	}
+	file := DisplayPath(f.File)
 	if f.Line == 0 {
-		return f.File
+		return file
 	}
-	return fmt.Sprintf("%s:%d", f.File, f.Line)
+	return fmt.Sprintf("%s:%d", file, f.Line)
+}
+
+// DisplayPath is a source path as the text and HTML reports print it:
+// lexically cleaned ("././src/a.c" -> "./src/a.c", "/x/build/../../newlib/m.c"
+// -> "/newlib/m.c"), keeping a leading "./" that the debug information
+// gave, since it says the path is relative to the build directory. JSON
+// keeps the path exactly as the debug information has it.
+func DisplayPath(p string) string {
+	if p == "" {
+		return p
+	}
+	c := path.Clean(strings.ReplaceAll(p, "\\", "/"))
+	if strings.HasPrefix(p, "./") && !strings.HasPrefix(c, "../") && !strings.HasPrefix(c, "/") && c != "." {
+		c = "./" + c
+	}
+	return c
 }
 
 func orUnknown(s string) string {

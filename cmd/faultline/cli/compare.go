@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/faultline-dev/faultline/cmd/faultline/analysis"
 	"github.com/faultline-dev/faultline/crashdump"
+	"github.com/faultline-dev/faultline/elfsym"
 )
 
 // compareResult is one strategy's entry in faultline.compare/1.
@@ -46,9 +48,19 @@ type truthFrameJSON struct {
 func newCompare() *cobra.Command {
 	var c commonFlags
 	cmd := &cobra.Command{
-		Use:   "compare --elf FW.elf DUMP",
+		Use:   "compare --elf FW.elf DUMP|DIR|GLOB...",
 		Short: "Run every unwinding strategy on one dump side by side (scored when the dump has a truth)",
-		Args:  args(cobra.ExactArgs(1)),
+		Long: `compare runs every unwinding strategy on each dump and prints their
+backtraces side by side; when the dump has a truth (the QEMU+GDB oracle's
+or the emulator's shadow call stack), each is scored against it (exact,
+frame accuracy, bogus frames). It takes no --unwinder: it runs them all.
+
+Arguments are expanded as analyze's are: dump files, directories
+(searched recursively) and quoted glob patterns. With --format json, one
+dump gives one faultline.compare/1 object, several (or a directory or a
+pattern) a JSON array. A dump that cannot be decoded is reported on
+stderr, the others go on, and the exit status is then 1.`,
+		Args: args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			if err := c.check(); err != nil {
 				return err
@@ -58,55 +70,108 @@ func newCompare() *cobra.Command {
 				return err
 			}
 			defer elf.Close()
-			d, err := crashdump.Load(a[0])
-			if err != nil {
-				return err
+			in := expandInputs(a)
+			multi := in.batch || len(a) > 1
+			stderr := cmd.ErrOrStderr()
+			failed := 0
+			for _, e := range in.problems {
+				var ue usageError
+				if errors.As(e.err, &ue) {
+					return e.err
+				}
+				failed++
+				fmt.Fprintf(stderr, "faultline: %s\n", userMessage(e))
 			}
-			if err := checkDumpRegisters(d); err != nil {
-				return err
-			}
-			out := compareJSON{Schema: "faultline.compare/1", Dump: d.Path}
-			for _, s := range analysis.Strategies() {
-				res := compareResult{Unwinder: s.Name, Frames: []analysis.FrameJSON{}}
-				if !s.Available {
-					res.Error = fmt.Sprintf("strategy %q is not available in this build yet", s.Name)
-					out.Results = append(out.Results, res)
+			var all []*compareJSON
+			for i, p := range in.paths {
+				out, d, err := compareDump(elf, p, c.maxFrames)
+				if err != nil {
+					if !multi {
+						return err
+					}
+					failed++
+					fmt.Fprintf(stderr, "faultline: %s\n", userMessage(err))
 					continue
 				}
-				r, err := analysis.Analyze(elf, d, analysis.Options{Unwinder: s.Name, MaxFrames: c.maxFrames})
-				if err != nil {
-					res.Error = err.Error()
+				if c.format == "json" {
+					all = append(all, out)
 				} else {
-					res.Frames, res.Stop, res.report = r.Frames, r.Stop, r
-				}
-				out.Results = append(out.Results, res)
-			}
-			if d.Truth != nil {
-				out.Truth = &truthJSON{Source: d.Truth.Source, Stop: d.Truth.Stop}
-				for _, f := range d.Truth.Frames {
-					tf := truthFrameJSON{Function: f.Function, Kind: f.Kind, File: f.File, Line: f.Line}
-					if f.HasPC {
-						tf.PC = analysis.Hex(f.PC)
+					if i > 0 {
+						fmt.Fprintln(cmd.OutOrStdout())
 					}
-					out.Truth.Frames = append(out.Truth.Frames, tf)
-				}
-				out.Scores = map[string]analysis.Score{}
-				for _, r := range out.Results {
-					if r.report != nil {
-						out.Scores[r.Unwinder] = analysis.ScoreReport(r.report, d.Truth)
+					if err := writeCompareText(cmd, out, d); err != nil {
+						d.Close()
+						return err
 					}
 				}
+				d.Close()
 			}
 			if c.format == "json" {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
-				return enc.Encode(out)
+				var v any = all
+				if !multi && len(all) == 1 {
+					v = all[0]
+				} else if all == nil {
+					v = []*compareJSON{}
+				}
+				if err := enc.Encode(v); err != nil {
+					return err
+				}
 			}
-			return writeCompareText(cmd, &out, d)
+			if failed > 0 {
+				return silentError{ExitInput}
+			}
+			return nil
 		},
 	}
-	c.register(cmd, "text", "json")
+	c.registerNoUnwinder(cmd, "text", "json")
 	return cmd
+}
+
+// compareDump runs every strategy on the dump at path.
+func compareDump(elf *elfsym.File, path string, maxFrames int) (*compareJSON, *crashdump.Dump, error) {
+	d, err := crashdump.Load(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkDumpRegisters(d); err != nil {
+		d.Close()
+		return nil, nil, err
+	}
+	out := compareJSON{Schema: "faultline.compare/1", Dump: d.Path}
+	for _, s := range analysis.Strategies() {
+		res := compareResult{Unwinder: s.Name, Frames: []analysis.FrameJSON{}}
+		if !s.Available {
+			res.Error = fmt.Sprintf("strategy %q is not available in this build yet", s.Name)
+			out.Results = append(out.Results, res)
+			continue
+		}
+		r, err := analysis.Analyze(elf, d, analysis.Options{Unwinder: s.Name, MaxFrames: maxFrames})
+		if err != nil {
+			res.Error = err.Error()
+		} else {
+			res.Frames, res.Stop, res.report = r.Frames, r.Stop, r
+		}
+		out.Results = append(out.Results, res)
+	}
+	if d.Truth != nil {
+		out.Truth = &truthJSON{Source: d.Truth.Source, Stop: d.Truth.Stop}
+		for _, f := range d.Truth.Frames {
+			tf := truthFrameJSON{Function: f.Function, Kind: f.Kind, File: f.File, Line: f.Line}
+			if f.HasPC {
+				tf.PC = analysis.Hex(f.PC)
+			}
+			out.Truth.Frames = append(out.Truth.Frames, tf)
+		}
+		out.Scores = map[string]analysis.Score{}
+		for _, r := range out.Results {
+			if r.report != nil {
+				out.Scores[r.Unwinder] = analysis.ScoreReport(r.report, d.Truth)
+			}
+		}
+	}
+	return &out, d, nil
 }
 
 func writeCompareText(cmd *cobra.Command, out *compareJSON, d *crashdump.Dump) error {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/faultline-dev/faultline/cmd/faultline/analysis"
 	"github.com/faultline-dev/faultline/crashdump"
 )
 
@@ -195,5 +196,70 @@ func TestEmulateOutputAndFlags(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(filepath.Dir(dir), filepath.Base(dir)+".20000000.bin")); err == nil {
 		t.Error("emulate -o DIR wrote a region file next to the directory")
+	}
+}
+
+// TestCompareArguments: compare runs every strategy, so it has no
+// --unwinder to ignore, and it expands directories and patterns as
+// analyze does.
+func TestCompareArguments(t *testing.T) {
+	fx := filepath.Join(repo, "fixtures/qemu/gcc-m3-O2-null_write_deep.json")
+	if _, stderr, code := run(t, "", "compare", "--elf", sampleELF, "--unwinder", "cfi", fx); code != ExitUsage || !strings.Contains(stderr, "unknown flag: --unwinder") {
+		t.Errorf("--unwinder: exit %d, %q", code, stderr)
+	}
+	one, _, code := run(t, "", "compare", "--elf", sampleELF, fx)
+	if code != 0 {
+		t.Fatalf("compare: exit %d", code)
+	}
+	pattern := filepath.Join(repo, "fixtures/qemu/gcc-m3-O2-null_*.json")
+	out, stderr, code := run(t, "", "compare", "--elf", sampleELF, pattern)
+	if code != 0 || !strings.Contains(out, one) || strings.Count(out, "Crash dump ") < 2 {
+		t.Errorf("compare GLOB: exit %d, %s\n%s", code, stderr, out)
+	}
+	js, stderr, code := run(t, "", "compare", "--elf", sampleELF, "--format", "json", pattern)
+	if code != 0 || !strings.HasPrefix(js, "[") || strings.Count(js, `"schema": "faultline.compare/1"`) < 2 {
+		t.Errorf("compare --format json GLOB: exit %d, %s\n%.200s", code, stderr, js)
+	}
+}
+
+// TestCompletionValues: shell completion offers the values of the flags
+// that take one of a few.
+func TestCompletionValues(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"analyze", "--unwinder", ""}, []string{"auto", "cfi", "exidx", "prologue", "framepointer", "stackscan"}},
+		{[]string{"analyze", "--format", ""}, []string{"text", "json", "jsonl", "html"}},
+		{[]string{"compare", "--format", ""}, []string{"text", "json"}},
+		{[]string{"emulate", "--cpu", ""}, []string{"cortex-m0", "cortex-m4", "cortex-m33"}},
+		{[]string{"analyze", "--cpu", ""}, []string{"cortex-m3"}},
+		{[]string{"convert", "--to", ""}, []string{"native", "crashcatcher"}},
+	} {
+		out, _, code := run(t, "", append([]string{"__complete"}, c.args...)...)
+		lines := strings.Split(out, "\n")
+		if code != 0 || !strings.HasPrefix(lines[len(lines)-2], ":4") { // ShellCompDirectiveNoFileComp
+			t.Errorf("%v: exit %d, %q", c.args, code, out)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(out, w+"\n") {
+				t.Errorf("%v: %q not offered in %q", c.args, w, out)
+			}
+		}
+	}
+}
+
+func TestDisplayPath(t *testing.T) {
+	for in, want := range map[string]string{
+		"././src/startup.c": "./src/startup.c",
+		"./src/main.c":      "./src/main.c",
+		"/home/b/newlib/libc/string/../../../../newlib/libc/string/memmove.c": "/home/newlib/libc/string/memmove.c",
+		"src/../inc/a.h": "inc/a.h",
+		"./../lib/x.c":   "../lib/x.c",
+		"":               "",
+	} {
+		if got := analysis.DisplayPath(in); got != want {
+			t.Errorf("DisplayPath(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

@@ -56,8 +56,17 @@ type commonFlags struct {
 }
 
 func (c *commonFlags) register(cmd *cobra.Command, formats ...string) {
-	cmd.Flags().StringVar(&c.elf, "elf", "", "firmware ELF file (required)")
 	cmd.Flags().StringVar(&c.unwinder, "unwinder", "auto", "unwinding strategy: "+strings.Join(StrategyNames(), "|"))
+	c.registerNoUnwinder(cmd, formats...)
+}
+
+// registerNoUnwinder registers the common flags but --unwinder, for a
+// command that runs every strategy (compare).
+func (c *commonFlags) registerNoUnwinder(cmd *cobra.Command, formats ...string) {
+	if c.unwinder == "" {
+		c.unwinder = "auto"
+	}
+	cmd.Flags().StringVar(&c.elf, "elf", "", "firmware ELF file (required)")
 	cmd.Flags().StringVar(&c.format, "format", "text", "output format: "+strings.Join(formats, "|"))
 	cmd.Flags().IntVar(&c.maxFrames, "max-frames", 64, "stop after this many frames")
 	c.formats = formats
@@ -113,6 +122,7 @@ status registers in plain words, and says how sure it is of every frame.`,
 	// list: no init() registration).
 	root.AddCommand(newAnalyze(), newCompare(), newEmulate(), newSymbolize(), newInfo(),
 		newConvert(), newGDBServer(), newMatrix(), newRegress(), newHeap())
+	registerCompletions(root)
 	return root
 }
 
