@@ -170,8 +170,9 @@ func (t *Target) regsOf(sel *selection) *unwinders.Registers {
 
 // threadList answers qfThreadInfo (from the first thread) and
 // qsThreadInfo (from where the last reply stopped): "m" and up to
-// maxThreadIDs ids, or "l" when all have been sent.
-func (t *Target) threadList(sel *selection, first bool) reply {
+// maxThreadIDs ids (fewer when the packet size is small), or "l" when all
+// have been sent.
+func (t *Target) threadList(sel *selection, first bool, maxPacket int) reply {
 	if first {
 		sel.listed = 0
 	}
@@ -180,13 +181,14 @@ func (t *Target) threadList(sel *selection, first bool) reply {
 	}
 	out := []byte{'m'}
 	end := min(sel.listed+maxThreadIDs, len(t.threads))
-	for i := sel.listed; i < end; i++ {
+	i := sel.listed
+	for ; i < end && len(out)+10 <= maxPacket-4; i++ {
 		if i > sel.listed {
 			out = append(out, ',')
 		}
 		out = strconv.AppendUint(out, uint64(i+1), 16)
 	}
-	sel.listed = end
+	sel.listed = i
 	return reply{data: out}
 }
 
@@ -254,9 +256,9 @@ func (t *Target) query(sel *selection, args string, maxPacket int) reply {
 	case name == "Xfer":
 		return t.xfer(rest, maxPacket)
 	case args == "fThreadInfo":
-		return t.threadList(sel, true)
+		return t.threadList(sel, true, maxPacket)
 	case args == "sThreadInfo":
-		return t.threadList(sel, false)
+		return t.threadList(sel, false, maxPacket)
 	case args == "C":
 		return text("QC1")
 	case name == "Attached":

@@ -1,6 +1,7 @@
 package gdbserver
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"path/filepath"
@@ -12,7 +13,7 @@ import (
 	"github.com/faultline-dev/faultline/unwinders"
 )
 
-func zephyrTarget(t *testing.T, build, dump string) *Target {
+func zephyrTarget(t testing.TB, build, dump string) *Target {
 	t.Helper()
 	root := filepath.Join("..", "..", "..")
 	elf, err := elfsym.Open(filepath.Join(root, "firmware-samples", "rtos-zephyr", "build", build+".elf"))
@@ -120,4 +121,35 @@ func TestThreadsWithoutRTOS(t *testing.T) {
 	if !strings.HasPrefix(tg.threadReport(), "no RTOS found") {
 		t.Errorf("monitor threads: %q", tg.threadReport())
 	}
+}
+
+// FuzzThreadPackets sends sequences of packets (one per line) to the
+// 8-thread Zephyr coredump's target in one session state, with the
+// smallest packet size: thread selection, listing and per-thread
+// registers must never panic, and every reply must fit the packet size.
+func FuzzThreadPackets(f *testing.F) {
+	for _, s := range []string{
+		"qfThreadInfo\nqsThreadInfo\nqsThreadInfo", "Hg3\ng\np0f\nHg0\ng", "Hgp1.8\nqThreadExtraInfo,8",
+		"T8\nT9\nTffffffff\nHg-1\nHc5", "qXfer:threads:read::0,40\nqXfer:threads:read::40,40",
+		"qRcmd,74687265616473", "Hg8\np30\np1a\ng", "Hgp2.3\nHgp1.", "qThreadExtraInfo,0\nqThreadExtraInfo,p1.2",
+	} {
+		f.Add([]byte(s))
+	}
+	tg := zephyrTarget(f, "gcc-m3-O2", "gcc-m3-O2.zephyr.log")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var sel selection
+		lines := bytes.Split(data, []byte("\n"))
+		if len(lines) > 64 {
+			lines = lines[:64]
+		}
+		for _, pkt := range lines {
+			r := tg.dispatchIn(&sel, pkt, minPacket)
+			if esc := Escape(nil, r.data); len(esc) > minPacket {
+				t.Fatalf("reply to %q: %d bytes escaped, more than %d", pkt, len(esc), minPacket)
+			}
+			if sel.g < 0 || sel.g >= len(tg.threads) || sel.listed < 0 || sel.listed > len(tg.threads) {
+				t.Fatalf("after %q: selection %+v out of range", pkt, sel)
+			}
+		}
+	})
 }
