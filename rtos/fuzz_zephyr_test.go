@@ -57,6 +57,7 @@ func FuzzZephyrCoredump(f *testing.F) {
 		f.Add(b)
 	}
 	flash := elf.Segments()
+	layouts := NewLayouts() // the ELF's layouts are read once, not per input
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d, err := crashdump.Parse(data, "fuzz.bin", nil)
 		if err != nil {
@@ -70,7 +71,7 @@ func FuzzZephyrCoredump(f *testing.F) {
 		if err := im.AddLayer(d.Memory...); err != nil {
 			return
 		}
-		k, _ := Discover(Input{ELF: elf, Mem: im, Regs: d.Regs})
+		k, _ := Discover(Input{ELF: elf, Mem: im, Regs: d.Regs, Layouts: layouts})
 		checkKernel(t, k)
 	})
 }
@@ -94,6 +95,7 @@ func FuzzZephyrMemory(f *testing.F) {
 	var regs unwinders.Registers
 	regs.Set(unwinders.SP, 0x20002000)
 	regs.Set(unwinders.PC, 0x100)
+	layouts := NewLayouts()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		im := &unwinders.Image{}
 		if err := im.AddLayer(flash...); err != nil {
@@ -102,7 +104,7 @@ func FuzzZephyrMemory(f *testing.F) {
 		if err := im.AddLayer(unwinders.Region{Name: "fuzz", Addr: 0x20000000, Data: data}); err != nil {
 			return
 		}
-		k, _ := Discover(Input{ELF: elf, Mem: im, Regs: regs})
+		k, _ := Discover(Input{ELF: elf, Mem: im, Regs: regs, Layouts: layouts})
 		checkKernel(t, k)
 	})
 }
