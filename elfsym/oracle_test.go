@@ -221,11 +221,15 @@ func llvmAgrees(f *File, addr uint32, llvm, got string) bool {
 	return true
 }
 
-// symbolAtOrBelow reports whether name is a symbol that starts at or
-// below addr (the symbol addr2line names a function after).
+// symbolAtOrBelow reports whether name is the symbol addr2line finds for
+// addr (or an alias of it): the one it names a function after.
 func symbolAtOrBelow(f *File, name string, addr uint32) bool {
-	a, ok := f.Symbol(name)
-	return ok && a&^1 <= addr
+	sec := f.allocSectionAt(addr)
+	if sec == nil {
+		return false
+	}
+	s, ok := f.addr2lineSymbol(addr, sec)
+	return ok && (s.name == name || aliases(f, s.name, name))
 }
 
 // aliases reports whether a and b are the names of symbols at the same

@@ -654,6 +654,12 @@ func demangledOrRaw(name string) string {
 	return name
 }
 
+// Demangle is the package's Demangle through the File's cache: callers
+// that name many frames or notes of one ELF demangle each name once.
+func (f *File) Demangle(name string) string {
+	return f.demangled(name)
+}
+
 // demangled is demangledOrRaw through the File's cache: each distinct
 // mangled name is demangled once. Names that cannot be mangled return at
 // once.
