@@ -25,6 +25,7 @@ package heapwalk
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/faultline-dev/faultline/unwinders"
 )
@@ -58,8 +59,17 @@ type Walk struct {
 	// Corrupt says where the structures stop making sense; the counts
 	// cover what was walked before.
 	Corrupt string `json:"corrupt,omitempty"`
+	// Unreadable says which part of the heap the dump does not hold: the
+	// walk stopped there (not a corruption).
+	Unreadable string `json:"unreadable,omitempty"`
 	// Notes are smaller inconsistencies (a statistic that disagrees).
 	Notes []string `json:"notes,omitempty"`
+}
+
+func (w *Walk) unreadable(format string, args ...any) *Walk {
+	w.Unreadable = fmt.Sprintf(format, args...) + ": the dump does not hold that memory, so the heap was not walked to its end"
+	w.finish()
+	return w
 }
 
 // ErrNoHeap means the firmware has none of the heaps the walker knows.
@@ -109,7 +119,7 @@ func (w *Walk) add(b Block) {
 
 func (w *Walk) finish() {
 	if w.FreeBytes > 0 {
-		w.Fragmentation = 1 - float64(w.LargestFree)/float64(w.FreeBytes)
+		w.Fragmentation = math.Round((1-float64(w.LargestFree)/float64(w.FreeBytes))*1000) / 1000
 	}
 }
 
@@ -127,20 +137,20 @@ func Newlib(mem unwinders.Memory, sym Symbols) *Walk {
 	sb, _ := sym("__malloc_sbrk_base")
 	base, err := word(mem, sb)
 	if err != nil {
-		return w.corrupt("__malloc_sbrk_base at 0x%08x is not in the dump (%v)", sb, err)
+		return w.unreadable("__malloc_sbrk_base at 0x%08x (%v)", sb, err)
 	}
 	if base == 0xffffffff {
 		return nil
 	}
 	top, err := word(mem, av+8)
 	if err != nil {
-		return w.corrupt("__malloc_av_ at 0x%08x is not in the dump (%v)", av, err)
+		return w.unreadable("__malloc_av_ at 0x%08x (%v)", av, err)
 	}
 	start := (base + 7) &^ 7
 	w.Start = start
 	topSize, err := word(mem, top+4)
 	if err != nil {
-		return w.corrupt("the top chunk at 0x%08x (__malloc_av_[2]) is not in the dump (%v)", top, err)
+		return w.unreadable("the top chunk at 0x%08x (__malloc_av_[2]) (%v)", top, err)
 	}
 	topSize &^= 3
 	if top < start || uint64(top)+uint64(topSize) > 1<<32 || topSize&7 != 0 {
@@ -154,7 +164,7 @@ func Newlib(mem unwinders.Memory, sym Symbols) *Walk {
 		}
 		sz, err := word(mem, c+4)
 		if err != nil {
-			return w.corrupt("chunk at 0x%08x: its header is not in the dump (%v)", c, err)
+			return w.unreadable("chunk at 0x%08x: its header (%v)", c, err)
 		}
 		size := sz &^ 3
 		if size < 16 || size&7 != 0 || uint64(c)+uint64(size) > uint64(top) {
@@ -163,7 +173,7 @@ func Newlib(mem unwinders.Memory, sym Symbols) *Walk {
 		next := c + size
 		nsz, err := word(mem, next+4)
 		if err != nil {
-			return w.corrupt("chunk at 0x%08x: its header is not in the dump (%v)", next, err)
+			return w.unreadable("chunk at 0x%08x: its header (%v)", next, err)
 		}
 		w.add(Block{Addr: c, Ptr: c + 8, Size: size, Used: nsz&1 != 0})
 		c = next
@@ -188,7 +198,7 @@ func Heap4(mem unwinders.Memory, sym Symbols) *Walk {
 	pe, _ := sym("pxEnd")
 	end, err := word(mem, pe)
 	if err != nil {
-		return w.corrupt("pxEnd at 0x%08x is not in the dump (%v)", pe, err)
+		return w.unreadable("pxEnd at 0x%08x (%v)", pe, err)
 	}
 	if end == 0 {
 		w.Notes = append(w.Notes, "the heap was never used (pxEnd is NULL)")
@@ -208,7 +218,7 @@ func Heap4(mem unwinders.Memory, sym Symbols) *Walk {
 		}
 		raw, err := word(mem, b+4)
 		if err != nil {
-			return w.corrupt("block at 0x%08x: its BlockLink_t is not in the dump (%v)", b, err)
+			return w.unreadable("block at 0x%08x: its BlockLink_t (%v)", b, err)
 		}
 		size := raw &^ used
 		if size < 8 || size&7 != 0 || uint64(b)+uint64(size) > uint64(end) {
@@ -234,7 +244,7 @@ func Heap4(mem unwinders.Memory, sym Symbols) *Walk {
 			at, err = word(mem, at)
 		}
 		if err != nil {
-			return w.corrupt("the free list from xStart leaves the dump (%v)", err)
+			return w.unreadable("the free list from xStart leaves the dump (%v)", err)
 		}
 	}
 	if fb, ok := sym("xFreeBytesRemaining"); ok {

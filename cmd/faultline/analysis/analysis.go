@@ -11,6 +11,7 @@ import (
 
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/crashdump/fault"
+	"github.com/faultline-dev/faultline/crashdump/heapwalk"
 	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/rtos"
 	"github.com/faultline-dev/faultline/unwinders"
@@ -37,6 +38,9 @@ type Report struct {
 	// RTOS threads (design.md "Threads (RTOS)"): absent without a kernel.
 	RTOS    *RTOSJSON    `json:"rtos,omitempty"`
 	Threads []ThreadJSON `json:"threads,omitempty"`
+	// Heap is the walk of the heaps found in the dump's RAM (newlib
+	// malloc, FreeRTOS heap_4): absent when the firmware has neither.
+	Heap []*heapwalk.Walk `json:"heap,omitempty"`
 
 	// Added fields (design.md, "Threads, gaps, pairing"): the ELF, whether
 	// it is the firmware that crashed, the registers and fault status
@@ -178,6 +182,9 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 	}
 	if kernel != nil {
 		threadReports(elf, t, kernel, chain, maxFrames, r)
+	}
+	if elf != nil {
+		r.Heap = walkHeaps(elf, t, r)
 	}
 	if r.Pairing != nil && r.Pairing.Verdict == PairMismatch {
 		for i := range r.Threads {
