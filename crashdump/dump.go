@@ -128,6 +128,7 @@ func Formats() []Format {
 		{Name: FormatCrashCatcher, Match: matchCrashCatcher, Parse: parseCrashCatcher},
 		{Name: FormatZephyr, Match: matchZephyr, Parse: parseZephyr},
 		{Name: FormatMemfault, Match: matchMemfault, Parse: parseMemfault},
+		{Name: FormatELFCore, Match: matchELFCore, Parse: parseELFCore},
 		{Name: FormatNative, Match: matchNative, Parse: parseNative},
 		{Name: FormatCrashCatcherHex, Match: matchCrashCatcherHex, Parse: parseCrashCatcherHex},
 		{Name: FormatZephyrLog, Match: matchZephyrLog, Parse: parseZephyrLog},
@@ -161,7 +162,7 @@ func Parse(data []byte, name string, readFile func(rel string) ([]byte, error)) 
 	if !ok {
 		n := min(len(data), 8)
 		return nil, &FormatError{File: name, Offset: -1, Err: ErrUnknownFormat,
-			Msg: fmt.Sprintf("unknown dump format (starts with % x): want a %s JSON manifest, a CrashCatcher dump (binary or hex), a Zephyr coredump (binary or #CD: log) or a Memfault CORE dump", data[:n], FormatNative)}
+			Msg: fmt.Sprintf("unknown dump format (starts with % x): want a %s JSON manifest, a CrashCatcher dump (binary or hex), a Zephyr coredump (binary or #CD: log), a Memfault CORE dump or an ARM ELF core file", data[:n], FormatNative)}
 	}
 	return f.Parse(data, name, readFile)
 }

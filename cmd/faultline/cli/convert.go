@@ -15,6 +15,7 @@ import (
 const (
 	convertNative       = "native"
 	convertCrashCatcher = "crashcatcher"
+	convertELFCore      = "elfcore"
 )
 
 func newConvert() *cobra.Command {
@@ -23,7 +24,7 @@ func newConvert() *cobra.Command {
 		raw     rawFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "convert --to native|crashcatcher DUMP... -o OUT",
+		Use:   "convert --to native|crashcatcher|elfcore DUMP... -o OUT",
 		Short: "Convert a crash dump (any format faultline reads) to the native format or to CrashCatcher for CrashDebug",
 		Long: `convert reads a dump in any format faultline detects (faultline.dump/1,
 CrashCatcher binary or hex, Zephyr coredump binary or #CD: log, Memfault
@@ -31,16 +32,18 @@ CORE), or memory images plus register text with --regs, and writes it as
 a faultline.dump/1 manifest (--to native; regions over 1 KiB go to
 OUT-BASE.ADDRESS.bin files next to OUT, all written atomically; with -o -
 one self-contained manifest with every region as hex goes to stdout) or as a CrashCatcher 3.0 binary (--to crashcatcher), which
-CrashDebug loads. A dump taken at the fault handler's first instruction is
-unstacked to the state before the exception that CrashCatcher holds.
+CrashDebug loads, or as an ARM ELF core file (--to elfcore) that GDB opens
+with the firmware: gdb-multiarch FW.elf core.elf. For CrashCatcher, a dump
+taken at the fault handler's first instruction is unstacked to the state
+before the exception that CrashCatcher holds.
 
 OUT must be a file name, not a directory, and never one of the input's
 own files.`,
 		Args: args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			switch {
-			case to != convertNative && to != convertCrashCatcher:
-				return usagef("--to %q: want %s or %s", to, convertNative, convertCrashCatcher)
+			case to != convertNative && to != convertCrashCatcher && to != convertELFCore:
+				return usagef("--to %q: want %s, %s or %s", to, convertNative, convertCrashCatcher, convertELFCore)
 			case out == "":
 				return usagef("-o OUT is required")
 			case raw.regs == "" && len(a) != 1:
@@ -88,13 +91,17 @@ own files.`,
 				return d.Write(out)
 			}
 			var b bytes.Buffer
-			if err := d.WriteCrashCatcher(&b); err != nil {
+			write := d.WriteCrashCatcher
+			if to == convertELFCore {
+				write = d.WriteELFCore
+			}
+			if err := write(&b); err != nil {
 				return err
 			}
 			return crashdump.WriteFile(out, b.Bytes())
 		},
 	}
-	cmd.Flags().StringVar(&to, "to", "", "output format: native|crashcatcher (required)")
+	cmd.Flags().StringVar(&to, "to", "", "output format: native|crashcatcher|elfcore (required)")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "output file (required); - for standard output (a native manifest then holds every region inline as hex)")
 	raw.register(cmd)
 	return cmd

@@ -1,0 +1,118 @@
+package crashdump
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/faultline-dev/faultline/unwinders"
+)
+
+// Every QEMU oracle dump written as an ELF core and read back is the same
+// dump: registers (FP ones included), memory, fault registers, CPU, build
+// ID and truth.
+func TestELFCoreRoundTrip(t *testing.T) {
+	paths, _ := filepath.Glob("../fixtures/qemu/*.json")
+	if len(paths) < 100 {
+		t.Fatalf("%d fixtures", len(paths))
+	}
+	for _, p := range paths {
+		d, err := Load(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.BuildID = "57dac794fb05f6051e02302940eb03bbd758fb12"
+		var b bytes.Buffer
+		if err := d.WriteELFCore(&b); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		got, err := Parse(b.Bytes(), "core.elf", nil)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if got.Format != FormatELFCore || got.CPU != d.CPU || got.BuildID != d.BuildID || !got.Regs.Equal(&d.Regs) || got.Fault != d.Fault || len(got.Warnings) != 0 {
+			t.Errorf("%s: read back %s cpu %q id %q fault %+v warnings %q", p, got.Format, got.CPU, got.BuildID, got.Fault, got.Warnings)
+		}
+		if len(got.Memory) != len(d.Memory) {
+			t.Fatalf("%s: %d regions, want %d", p, len(got.Memory), len(d.Memory))
+		}
+		for i := range d.Memory {
+			if got.Memory[i].Addr != d.Memory[i].Addr || !bytes.Equal(got.Memory[i].Data, d.Memory[i].Data) {
+				t.Errorf("%s: region %d differs", p, i)
+			}
+		}
+		if (got.Truth == nil) != (d.Truth == nil) || (d.Truth != nil && len(got.Truth.Frames) != len(d.Truth.Frames)) {
+			t.Errorf("%s: truth not kept", p)
+		}
+	}
+}
+
+// A core GDB wrote (gcore through faultline's gdbserver) holds r0-r15 and
+// xPSR in NT_PRSTATUS and the memory GDB chose; the values are those of
+// the source dump.
+func TestELFCoreFromGDB(t *testing.T) {
+	d, err := Load("../fixtures/elfcore/gcc-m3-O2-null_write_deep.gcore.elf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := Load("../fixtures/qemu/gcc-m3-O2-null_write_deep.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r := unwinders.R0; r <= unwinders.XPSR; r++ {
+		if d.Regs.Value(r) != src.Regs.Value(r) {
+			t.Errorf("%v = 0x%x, source 0x%x", r, d.Regs.Value(r), src.Regs.Value(r))
+		}
+	}
+	if len(d.Memory) != 5 || d.Memory[4].Addr != 0x20003618 {
+		t.Errorf("memory %v", d.Memory)
+	}
+}
+
+// A core cut short keeps what it holds and names what is missing.
+func TestELFCorePartial(t *testing.T) {
+	src, err := Load("../fixtures/qemu/gcc-m3-O2-null_write_deep.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The last region is the SCB block: put the RAM last.
+	src.Memory[0], src.Memory[1] = src.Memory[1], src.Memory[0]
+	var b bytes.Buffer
+	if err := src.WriteELFCore(&b); err != nil {
+		t.Fatal(err)
+	}
+	full := b.Bytes()
+	d, err := Parse(full[:len(full)-0x100], "cut.elf", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := strings.Join(d.Warnings, "\n")
+	if !strings.Contains(w, "segment 2 (0x20000000, 16384 bytes) is cut short: the file holds 16128 of its bytes; memory from 0x20003f00 on is missing") {
+		t.Errorf("warnings %q", w)
+	}
+	if n := len(d.Memory); n != 2 || len(d.Memory[1].Data) != 16128 {
+		t.Errorf("regions %d", n)
+	}
+}
+
+func FuzzELFCore(f *testing.F) {
+	paths, _ := filepath.Glob("../fixtures/elfcore/*.elf")
+	for _, p := range paths {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+	if d, err := Load("../fixtures/qemu/gcc-m4f-O2-fpu_crash.json"); err == nil {
+		var b bytes.Buffer
+		if d.WriteELFCore(&b) == nil {
+			f.Add(b.Bytes())
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if matchELFCore(data) {
+			fuzzDump(t, data, parseELFCore)
+		}
+	})
+}
