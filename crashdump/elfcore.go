@@ -299,4 +299,3 @@ func gdbStackPointer(r *unwinders.Registers) uint32 {
 	}
 	return sp
 }
-
