@@ -20,9 +20,11 @@ import (
 //	    execute-never (0x40004000) address. The frame after the
 //	    unexecutable PC is the function that made the call, as in GDB's
 //	    backtrace (the shadow stack used to lose it: truth one frame short).
-//	7b  irq_stir, pendsv_icsr: an interrupt pended by NVIC STIR or
-//	    ICSR.PENDSVSET, then DSB; ISB, is taken inside the function that
-//	    did the barrier (post_event, yield_now), not after it returned.
+//	7b  irq_stir, pendsv_icsr, pendsv_tail, stir_tail: an interrupt pended
+//	    by NVIC STIR or ICSR.PENDSVSET, then DSB; ISB, is taken inside the
+//	    function that did the barrier (post_event, yield_now, and
+//	    request_switch, raise_event, where `dsb; isb; bx lr` ends the
+//	    function), not after it returned.
 //	7c  function_leaf, sort_lambda: a faulting conditional store inside an
 //	    IT block (gcc: `it hi; strhi r1, [r0, #8]` in a leaf called through
 //	    std::function; `streq` in the std::sort comparator) is reported at
@@ -89,7 +91,8 @@ func TestDefect7(t *testing.T) {
 			n    uint64
 			name string
 			fn   string
-		}{{16, "irq_stir", "post_event"}, {17, "pendsv_icsr", "yield_now"}} {
+		}{{16, "irq_stir", "post_event"}, {17, "pendsv_icsr", "yield_now"},
+			{18, "pendsv_tail", "request_switch"}, {19, "stir_tail", "raise_event"}} {
 			t.Run("7b/"+build+"-"+s.name, func(t *testing.T) {
 				res := run(t, s.n, build)
 				d := fixture(t, build, s.name)

@@ -51,6 +51,8 @@ enum {
 	SCN_SOFTFLOAT_XN = 15,
 	SCN_IRQ_STIR = 16,
 	SCN_PENDSV_ICSR = 17,
+	SCN_PENDSV_TAIL = 18,
+	SCN_STIR_TAIL = 19,
 };
 
 /* The IRQ the irq_stir scenario pends (external interrupt number). */

@@ -540,6 +540,37 @@ FW_NOINLINE static void scenario_pendsv_icsr(void)
 }
 
 /* ------------------------------------------------------------------ */
+/* 18. pendsv_tail, 19. stir_tail: the barrier is the last thing the     */
+/*     function does (`dsb; isb; bx lr`): the exception is taken before  */
+/*     the return, inside the function that pended it                   */
+
+FW_NOINLINE static void request_switch(void)
+{
+	SCB_ICSR = ICSR_PENDSVSET;
+	__asm volatile("dsb\n isb" ::: "memory");
+}
+
+FW_NOINLINE static void scenario_pendsv_tail(void)
+{
+	request_switch();
+	fw_sink = fw_inputs[1]; /* not reached: PendSV faults first */
+}
+
+FW_NOINLINE static void raise_event(void)
+{
+	NVIC_ISER0 = 1u << CRASH_IRQ;
+	NVIC_STIR = CRASH_IRQ;
+	__asm volatile("dsb\n isb" ::: "memory");
+}
+
+FW_NOINLINE static void scenario_stir_tail(void)
+{
+	irq_callback = [](uint32_t v) { REG32(UNMAPPED_ADDR + 4u) = v; };
+	raise_event();
+	fw_sink = fw_inputs[2]; /* not reached: the interrupt faults first */
+}
+
+/* ------------------------------------------------------------------ */
 
 FW_NOINLINE static void run_scenario(uint32_t n)
 {
@@ -561,6 +592,8 @@ FW_NOINLINE static void run_scenario(uint32_t n)
 	case SCN_SOFTFLOAT_XN: scenario_softfloat_xn(); break;
 	case SCN_IRQ_STIR: scenario_irq_stir(); break;
 	case SCN_PENDSV_ICSR: scenario_pendsv_icsr(); break;
+	case SCN_PENDSV_TAIL: scenario_pendsv_tail(); break;
+	case SCN_STIR_TAIL: scenario_stir_tail(); break;
 	default: break;
 	}
 	fw_sink = n;
