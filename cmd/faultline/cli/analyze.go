@@ -259,6 +259,17 @@ func runAnalyze(cmd *cobra.Command, c *commonFlags, raw *rawFlags, bf *batchFlag
 		}
 	}
 	out := cmd.OutOrStdout()
+	if c.format == "text" {
+		color, err := colorMode(cmd, out)
+		if err != nil {
+			return err
+		}
+		if color {
+			cw := &colorWriter{w: out}
+			defer cw.Flush()
+			out = cw
+		}
+	}
 	w := newReportWriter(out, c.format, multi, bf, elf, c.elf)
 	if bf.summary {
 		w = nil

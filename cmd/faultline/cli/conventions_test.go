@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -261,5 +262,34 @@ func TestDisplayPath(t *testing.T) {
 		if got := analysis.DisplayPath(in); got != want {
 			t.Errorf("DisplayPath(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestColor: --color always colours the text report (confidence tags,
+// the exception, the stop line) without moving a column; never, and auto
+// on a non-terminal or with NO_COLOR, leave it plain.
+func TestColor(t *testing.T) {
+	fx := filepath.Join(repo, "fixtures/qemu/gcc-m3-O2-null_write_deep.json")
+	plain, _, code := run(t, "", "analyze", "--elf", sampleELF, fx)
+	if code != 0 || strings.Contains(plain, "\x1b[") {
+		t.Fatalf("default to a buffer: exit %d, escapes present", code)
+	}
+	colored, _, code := run(t, "", "analyze", "--color", "always", "--elf", sampleELF, fx)
+	if code != 0 || !strings.Contains(colored, "\x1b[32m[registers, high]\x1b[0m") || !strings.Contains(colored, "\x1b[1m\x1b[31mHardFault (exception 3)\x1b[0m") || !strings.Contains(colored, "\x1b[1mStop: ") {
+		t.Errorf("--color always: exit %d\n%q", code, colored)
+	}
+	strip := regexp.MustCompile("\x1b\\[[0-9;]*m")
+	if strip.ReplaceAllString(colored, "") != plain {
+		t.Error("--color always changes the text besides the colour")
+	}
+	if out, _, _ := run(t, "", "analyze", "--color", "never", "--elf", sampleELF, fx); out != plain {
+		t.Error("--color never differs from plain")
+	}
+	t.Setenv("NO_COLOR", "1")
+	if out, _, _ := run(t, "", "analyze", "--color", "auto", "--elf", sampleELF, fx); out != plain {
+		t.Error("NO_COLOR with auto is coloured")
+	}
+	if _, _, code := run(t, "", "analyze", "--color", "bogus", "--elf", sampleELF, fx); code != ExitUsage {
+		t.Errorf("--color bogus: exit %d", code)
 	}
 }

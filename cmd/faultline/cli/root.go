@@ -117,6 +117,7 @@ status registers in plain words, and says how sure it is of every frame.`,
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	root.PersistentFlags().String("color", "auto", "colour the text output: auto (on a terminal, unless NO_COLOR is set), always or never")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	// The commands, in the order `faultline help` lists them (an explicit
 	// list: no init() registration).
