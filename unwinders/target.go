@@ -98,6 +98,9 @@ type Target struct {
 	Stack Range
 	// ProcessStack bounds the process stack (PSP) when known.
 	ProcessStack Range
+	// MainStackTop is the initial main stack pointer from the vector table
+	// (the top of the main stack), 0 when unknown.
+	MainStackTop uint32
 	// ResetHandler is the start of the reset handler (vector 1), 0 if
 	// unknown; the walk stops there.
 	ResetHandler uint32

@@ -143,10 +143,22 @@ func (c *classifier) calleeName() string {
 	return fmt.Sprintf("0x%08x", c.callee.Start)
 }
 
+// outermostFrameBytes bounds how far below the top of the main stack the
+// outermost function (the reset handler, entered with LR = 0xFFFFFFFF)
+// saves LR: it pushes LR first, so the word sits in the highest few slots.
+const outermostFrameBytes = 64
+
 // endOfStack accepts 0xFFFFFFFF unless a neighbour holds it too: a saved
 // reset LR sits next to other saved registers, erased or painted memory is
-// a run of the same word.
+// a run of the same word. On the main stack, when its top is known (the
+// initial SP of the vector table), it is accepted only within
+// outermostFrameBytes of the top: deeper, it is a data word (a local
+// holding -1), not the end of the stack. A thread's stack (PSP) has no
+// known top: there it is accepted anywhere.
 func (c *classifier) endOfStack(slot uint32, read func(uint32) (uint32, bool)) (Candidate, bool) {
+	if top := c.t.MainStackTop; top != 0 && slot >= c.t.Stack.Lo && slot < top && !c.t.ProcessStack.Contains(slot) && top-slot > outermostFrameBytes {
+		return Candidate{}, false
+	}
 	for _, a := range []uint32{slot - 4, slot + 4} {
 		if v, ok := read(a); ok && v == unwinders.ResetLR {
 			return Candidate{}, false

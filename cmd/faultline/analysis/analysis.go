@@ -308,6 +308,7 @@ func newTarget(elf *elfsym.File, facts elfFacts, d *crashdump.Dump) (*unwinders.
 			t.Stack = unwinders.Range{Lo: r.Addr, Hi: uint32(min(r.End(), 1<<32-1))}
 			if initialSP > msp && uint64(initialSP) <= r.End() {
 				t.Stack.Hi = initialSP
+				t.MainStackTop = initialSP
 			}
 		} else {
 			warnings = append(warnings, fmt.Sprintf("the dump holds no memory at the main stack pointer 0x%08x", msp))

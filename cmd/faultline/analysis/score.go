@@ -75,8 +75,14 @@ func CandidateNames(frames []FrameJSON, inlined bool) []string {
 			break
 		}
 	}
+	return namesOf(frames[start:], inlined)
+}
+
+// namesOf lists the functions of frames, exception pseudo-frames and gap
+// frames removed, inlined frames kept when inlined is set.
+func namesOf(frames []FrameJSON, inlined bool) []string {
 	var names []string
-	for _, f := range frames[start:] {
+	for _, f := range frames {
 		switch {
 		case f.Kind == unwinders.KindException.String():
 		case f.Kind == unwinders.KindGap.String():
@@ -86,6 +92,32 @@ func CandidateNames(frames []FrameJSON, inlined bool) []string {
 		}
 	}
 	return names
+}
+
+// ChainStart returns the index of r.Frames where the faulting chain
+// starts, the same for every strategy on one dump: right after the first
+// exception pseudo-frame; at 0 when the walk found none and the dump's
+// registers are the faulting context (Thread mode, or a state a crash
+// handler reconstructed); at len(r.Frames) when the walk found none but
+// the registers are those of the fault handler itself (IPSR is the
+// fault's exception): that walk never left the handler, and none of its
+// frames belongs to the faulting chain.
+func ChainStart(r *Report) int {
+	for i, f := range r.Frames {
+		if f.Kind == unwinders.KindException.String() {
+			return i + 1
+		}
+	}
+	if ipsr, ok := r.Regs.IPSR(); ok && ipsr != 0 && int(ipsr) == r.Fault.Number {
+		return len(r.Frames)
+	}
+	return 0
+}
+
+// ChainNames is CandidateNames from ChainStart: every strategy's list
+// starts at the same frame.
+func ChainNames(r *Report, inlined bool) []string {
+	return namesOf(r.Frames[ChainStart(r):], inlined)
 }
 
 // ScoreReport scores a report against a truth, comparing like with like
@@ -103,18 +135,11 @@ func ScoreReport(r *Report, tr *crashdump.Truth) Score {
 // ("Journal::~Journal()" for the truth's "_ZN7JournalD1Ev").
 func ReportNames(r *Report, tr *crashdump.Truth) []string {
 	if TruthHasInlined(tr) {
-		return CandidateNames(r.Frames, true)
+		return ChainNames(r, true)
 	}
 	exc, inl := unwinders.KindException.String(), unwinders.KindInlined.String()
-	start := 0
-	for i, f := range r.Frames {
-		if f.Kind == exc {
-			start = i + 1
-			break
-		}
-	}
 	var names []string
-	for _, f := range r.Frames[start:] {
+	for _, f := range r.Frames[ChainStart(r):] {
 		if f.Kind == exc || f.Kind == inl || f.Kind == unwinders.KindGap.String() {
 			continue
 		}

@@ -202,6 +202,7 @@ func threadReports(elf *elfsym.File, t *unwinders.Target, k *rtos.Kernel, chain 
 			j.Stop = "context not recovered"
 		default:
 			tt := *t
+			tt.MainStackTop = 0 // a task's stack is not the main stack: its top is unknown
 			if th.Stack.Start != 0 && th.Stack.End > th.Stack.Start {
 				tt.ProcessStack = unwinders.Range{Lo: th.Stack.Start, Hi: th.Stack.End}
 			}

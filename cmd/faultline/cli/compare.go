@@ -192,8 +192,13 @@ func writeCompareText(cmd *cobra.Command, out *compareJSON, d *crashdump.Dump) e
 			}
 			continue
 		}
-		names := analysis.CandidateNames(r.Frames, true)
+		// Every row starts at the faulting frame (analysis.ChainStart),
+		// whichever strategy it is.
+		names := analysis.ChainNames(r.report, true)
 		bt := strings.Join(shortNames(names), " < ")
+		if len(names) == 0 && len(r.Frames) > 0 {
+			bt = "(never left the fault handler)"
+		}
 		if out.Truth != nil {
 			s := out.Scores[r.Unwinder]
 			fmt.Fprintf(tw, "%s\t%d\t%v\t%.0f%%\t%d\t%s\t%s\n", r.Unwinder, len(names), s.Exact, 100*s.FrameAccuracy, s.Bogus, bt, r.Stop)

@@ -224,3 +224,136 @@ func TestTerminateGap(t *testing.T) {
 		t.Errorf("stop reason not demangled:\n%s", stdout)
 	}
 }
+
+// TestStackscanMinusOneLocal (issue 13, defect 6): a 0xFFFFFFFF data word
+// in the middle of a frame (a local holding -1) is not the end of the
+// stack: only near the main stack's top is it the reset value of LR saved
+// by the outermost function. Matrix scenario deep_chain (gcc-m3-O2): the
+// word is planted in the middle of deep3_wide_frame's 2 KiB of locals.
+func TestStackscanMinusOneLocal(t *testing.T) {
+	skipWithoutEmulator(t)
+	elfPath := filepath.Join(repo, "firmware-samples/matrix/build/gcc-m3-O2.elf")
+	dumpPath := filepath.Join(t.TempDir(), "dump.json")
+	if _, stderr, code := run(t, "", "emulate", "--elf", elfPath, "-o", dumpPath, "--set", "crash_scenario=1"); code != 0 {
+		t.Fatalf("emulate: %s", stderr)
+	}
+	elf, err := elfsym.Open(elfPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer elf.Close()
+	d, err := crashdump.Load(dumpPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := analysis.Analyze(elf, d, analysis.Options{Unwinder: "stackscan"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !analysis.ScoreReport(r, d.Truth).Exact {
+		t.Fatalf("stackscan is not exact on the clean stack: %v", r.Stop)
+	}
+	var slot uint32
+	for i := 0; i+1 < len(r.Walk.Frames); i++ {
+		f, next := r.Walk.Frames[i], r.Walk.Frames[i+1]
+		if fn, ok := elf.FuncAt(f.LookupPC()); ok && fn.Name == "deep3_wide_frame" {
+			slot = (f.SP + (next.SP-f.SP)/2) &^ 3
+		}
+	}
+	if slot == 0 {
+		t.Fatal("no deep3_wide_frame frame")
+	}
+	planted := false
+	for _, m := range d.Memory {
+		if m.Contains(slot) && uint64(slot)+4 <= m.End() {
+			o := slot - m.Addr
+			m.Data[o], m.Data[o+1], m.Data[o+2], m.Data[o+3] = 0xff, 0xff, 0xff, 0xff
+			planted = true
+		}
+	}
+	if !planted {
+		t.Fatalf("0x%08x is not in the dump", slot)
+	}
+	r, err = analysis.Analyze(elf, d, analysis.Options{Unwinder: "stackscan"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := analysis.ScoreReport(r, d.Truth); !s.Exact || !strings.HasPrefix(r.Stop, "reached the reset handler") {
+		t.Errorf("with 0xFFFFFFFF at 0x%08x: exact %v, stop %q", slot, s.Exact, r.Stop)
+	}
+}
+
+// TestCompareRowsStartTogether (issue 13, defect 6): every compare row
+// starts at the same frame. The dump is the SVCall handler's state of the
+// FreeRTOS-style sample (rtk_restore_cm3 past its entry, LR an EXC_RETURN
+// that the handler may have moved past; no fault registers): some
+// strategies cross the SVCall frame to rtk_port_start_first, others stop
+// inside the handler. The rows of those that stopped used to start at
+// rtk_restore_cm3, inside the handler, next to rows starting at the
+// interrupted frame.
+func TestCompareRowsStartTogether(t *testing.T) {
+	skipWithoutEmulator(t)
+	elfPath := filepath.Join(repo, "firmware-samples/rtos-freertos/build/gcc-m3-O2.elf")
+	dir := t.TempDir()
+	dumpPath := filepath.Join(dir, "dump.json")
+	if _, stderr, code := run(t, "", "emulate", "--elf", elfPath, "-o", dumpPath, "--call", "rtk_port_start_first"); code != 0 {
+		t.Fatalf("emulate: exit %d: %s", code, stderr)
+	}
+	elf, err := elfsym.Open(elfPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer elf.Close()
+	d, err := crashdump.Load(dumpPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := analysis.Analyze(elf, d, analysis.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var handler *unwinders.Registers
+	for i, f := range r.Walk.Frames {
+		if f.Kind == unwinders.KindException && i+1 < len(r.Walk.Frames) {
+			handler = &r.Walk.Frames[i+1].Regs
+			break
+		}
+	}
+	if handler == nil {
+		t.Fatal("no exception frame")
+	}
+	var mem []unwinders.Region
+	for _, m := range d.Memory {
+		if m.Addr < 0xE0000000 {
+			mem = append(mem, m)
+		}
+	}
+	d.Regs, d.Fault, d.Memory, d.Truth = *handler, fault.SCB{}, mem, nil
+	svcPath := filepath.Join(dir, "svc.json")
+	if err := d.Write(svcPath); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := run(t, "", "compare", "--elf", elfPath, svcPath)
+	if code != 0 {
+		t.Fatalf("compare: exit %d: %s", code, stderr)
+	}
+	stopped, crossed := 0, 0
+	for _, line := range strings.Split(stdout, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 || f[0] == "strategy" || f[0] == "Crash" {
+			continue
+		}
+		row := strings.Join(f[2:], " ")
+		switch {
+		case strings.HasPrefix(row, "rtk_port_start_first"):
+			crossed++
+		case strings.HasPrefix(row, "(never left the fault handler)"):
+			stopped++
+		default:
+			t.Errorf("row does not start at the interrupted frame: %s", line)
+		}
+	}
+	if stopped == 0 || crossed == 0 {
+		t.Errorf("%d rows crossed the SVCall frame, %d stopped in the handler: the test needs both\n%s", crossed, stopped, stdout)
+	}
+}
