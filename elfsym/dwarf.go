@@ -18,7 +18,8 @@ type dwarfIndex struct {
 	env      lineEnv
 	units    []*unit
 	ranges   ivIndex[cuRange]
-	versions []int // DWARF versions of the unit headers, sorted, unique
+	segs     segIndex // the same ranges by elementary segment, when not too large
+	versions []int    // DWARF versions of the unit headers, sorted, unique
 	// deadUnits: address ranges of units that were dropped as removed
 	// code (their start relocated to 0 or a tombstone), for deadCovers.
 	deadUnits [][2]uint64
@@ -250,6 +251,7 @@ func (f *File) buildDWARF() {
 	sort.Ints(dw.versions)
 	slices.SortStableFunc(ranges, func(a, b cuRange) int { return cmp.Compare(a.lo, b.lo) })
 	dw.ranges = newIvIndex(ranges, func(c *cuRange) (uint32, uint64) { return c.lo, c.hi })
+	dw.segs = newSegIndex(dw.ranges.items)
 	f.dw = dw
 }
 
@@ -703,4 +705,79 @@ func (f *File) DWARF() *dwarf.Data {
 		return nil
 	}
 	return f.dw.d
+}
+
+// segIndex answers "which unit ranges contain addr" in O(log n + k) even
+// when a few long ranges overlap many short ones (a unit whose range spans
+// the others makes the running-maximum scan of ivIndex walk back over
+// every earlier range, for every address). The address space is cut at
+// every range end into elementary segments; each segment lists the ranges
+// covering it, in the order ivIndex.containing yields them (latest start
+// first). Built only while the lists stay within a few times the number of
+// ranges; otherwise ok is false and ivIndex is used.
+type segIndex struct {
+	ok     bool
+	starts []uint64 // segment i is [starts[i], starts[i+1])
+	offs   []int32  // ranges of segment i: items[offs[i]:offs[i+1]]
+	items  []int32  // indexes into the sorted ranges
+}
+
+func newSegIndex(rs []cuRange) segIndex {
+	if len(rs) == 0 {
+		return segIndex{}
+	}
+	bounds := make([]uint64, 0, 2*len(rs))
+	for _, r := range rs {
+		bounds = append(bounds, uint64(r.lo), r.hi)
+	}
+	slices.Sort(bounds)
+	bounds = slices.Compact(bounds)
+	seg := func(a uint64) int { // the segment starting at a
+		i, _ := slices.BinarySearch(bounds, a)
+		return i
+	}
+	limit := 8*len(rs) + 1<<16
+	counts := make([]int32, len(bounds))
+	total := 0
+	for _, r := range rs {
+		n := seg(r.hi) - seg(uint64(r.lo))
+		total += n
+		if total > limit {
+			return segIndex{}
+		}
+		for k := seg(uint64(r.lo)); k < seg(r.hi); k++ {
+			counts[k]++
+		}
+	}
+	ix := segIndex{ok: true, starts: bounds, offs: make([]int32, len(bounds)+1), items: make([]int32, total)}
+	for k, c := range counts {
+		ix.offs[k+1] = ix.offs[k] + c
+	}
+	fill := slices.Clone(ix.offs[:len(bounds)])
+	for i := len(rs) - 1; i >= 0; i-- {
+		for k := seg(uint64(rs[i].lo)); k < seg(rs[i].hi); k++ {
+			ix.items[fill[k]] = int32(i)
+			fill[k]++
+		}
+	}
+	return ix
+}
+
+// containing calls fn for every unit range containing addr, latest start
+// first, until fn returns false.
+func (dw *dwarfIndex) unitRangesAt(addr uint32, fn func(*cuRange) bool) {
+	if !dw.segs.ok {
+		dw.ranges.containing(addr, fn)
+		return
+	}
+	ix := &dw.segs
+	k := sort.Search(len(ix.starts), func(k int) bool { return ix.starts[k] > uint64(addr) }) - 1
+	if k < 0 {
+		return
+	}
+	for _, i := range ix.items[ix.offs[k]:ix.offs[k+1]] {
+		if !fn(&dw.ranges.items[i]) {
+			return
+		}
+	}
 }

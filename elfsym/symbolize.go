@@ -115,7 +115,7 @@ func (f *File) appendSymbolizeOpt(dst []Location, addr uint32, skip func(*fnode)
 		err     error
 	)
 	if f.dw != nil {
-		f.dw.ranges.containing(addr, func(c *cuRange) bool {
+		f.dw.unitRangesAt(addr, func(c *cuRange) bool {
 			cu := f.dw.units[c.unit]
 			cu.load(f.dw)
 			if cu.err != nil && err == nil {
