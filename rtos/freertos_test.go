@@ -156,3 +156,78 @@ func BenchmarkFreeRTOSDiscover(b *testing.B) {
 		}
 	}
 }
+
+// patchMem overlays words on a memory.
+type patchMem struct {
+	base  unwinders.Memory
+	words map[uint32]uint32
+}
+
+func (m patchMem) Read(addr uint32, p []byte) error {
+	if err := m.base.Read(addr, p); err != nil {
+		return err
+	}
+	for a, v := range m.words {
+		for i := range 4 {
+			if b := a + uint32(i); b >= addr && b < addr+uint32(len(p)) {
+				p[b-addr] = byte(v >> (8 * i))
+			}
+		}
+	}
+	return nil
+}
+
+// The ARM_CM33_NTZ port with MPU wrappers saves CONTROL between PSPLIM and
+// EXC_RETURN. No rtk build uses it, so this test rewrites every saved
+// context of the gcc-m33-O2 dump into that layout (one word lower, CONTROL
+// where PSPLIM was) and checks that the MPU port decodes the same
+// registers as the oracle's.
+func TestFreeRTOSCM33MPUFrame(t *testing.T) {
+	in, want := loadFixture(t, "gcc-m33-O2")
+	k, err := Discover(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pm := patchMem{base: in.Mem, words: map[uint32]uint32{}}
+	for _, th := range k.Threads {
+		if th.Current {
+			continue
+		}
+		top, _ := unwinders.ReadU32(in.Mem, th.ID)
+		psplim, _ := unwinders.ReadU32(in.Mem, top)
+		pm.words[th.ID] = top - 4
+		pm.words[top-4] = psplim
+		pm.words[top] = 0x2
+	}
+	st := freertosStatic(in.ELF, 0)
+	r := &frReader{in: Input{ELF: in.ELF, Mem: pm, Regs: in.Regs}, l: st.l, k: &Kernel{}, port: portCM33MPU}
+	checked := 0
+	for _, w := range want {
+		if w.Current {
+			continue
+		}
+		id, _ := strconv.ParseUint(strings.TrimPrefix(w.ID, "0x"), 16, 32)
+		var th Thread
+		r.savedContext(&th, uint32(id))
+		if th.Err != nil {
+			t.Fatalf("%s: %v", w.Name, th.Err)
+		}
+		if c, ok := th.Regs.Get(unwinders.CONTROL); !ok || c != 2 {
+			t.Errorf("%s: CONTROL %#x %v", w.Name, c, ok)
+		}
+		for name, v := range w.Regs {
+			reg, ok := unwinders.ParseReg(name)
+			if !ok {
+				continue
+			}
+			wv, _ := strconv.ParseUint(strings.TrimPrefix(v, "0x"), 16, 32)
+			if gv, ok := th.Regs.Get(reg); !ok || gv != uint32(wv) {
+				t.Errorf("%s: %s = %#x, oracle %s", w.Name, name, gv, v)
+			}
+		}
+		checked++
+	}
+	if checked != 12 {
+		t.Errorf("%d tasks checked", checked)
+	}
+}
