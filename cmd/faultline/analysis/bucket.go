@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -196,6 +198,11 @@ type Bucket struct {
 	Last  string `json:"last"`
 	// Dumps lists every dump of the bucket, in the same order.
 	Dumps []string `json:"dumps"`
+	// BuildIDs lists the firmware builds the bucket was seen in: the GNU
+	// build ID of the ELF each dump was decoded with (its file name when
+	// it has none), in order of first appearance. A bucket across
+	// several builds is the same crash in several firmware versions.
+	BuildIDs []string `json:"build_ids,omitempty"`
 	// Example is the full analysis of First.
 	Example *Report `json:"example"`
 }
@@ -263,6 +270,15 @@ func (z *Summarizer) Add(r *Report) {
 	b.Count++
 	b.Last = r.Dump
 	b.Dumps = append(b.Dumps, r.Dump)
+	if e := r.ELFInfo; e != nil {
+		id := e.BuildID
+		if id == "" {
+			id = filepath.Base(e.Path)
+		}
+		if !slices.Contains(b.BuildIDs, id) {
+			b.BuildIDs = append(b.BuildIDs, id)
+		}
+	}
 }
 
 // AddError records a dump that could not be decoded.
@@ -311,6 +327,9 @@ func (s *Summary) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "\n    bucket   %s\n", bk.ID)
 		fmt.Fprintf(&b, "    first    %s\n", bk.First)
 		fmt.Fprintf(&b, "    last     %s\n", bk.Last)
+		if len(bk.BuildIDs) > 1 {
+			fmt.Fprintf(&b, "    builds   %s\n", strings.Join(bk.BuildIDs, ", "))
+		}
 		if r := bk.Example; r != nil {
 			fmt.Fprintf(&b, "    example  %s\n", r.Dump)
 			if r.Fault.Address != "" {

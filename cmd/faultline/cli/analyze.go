@@ -15,6 +15,7 @@ import (
 
 	"github.com/faultline-dev/faultline/cmd/faultline/analysis"
 	"github.com/faultline-dev/faultline/crashdump"
+	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/unwinders"
 )
 
@@ -96,6 +97,13 @@ sorted by path). A dump that cannot be decoded is reported on stderr and
 the others go on; the exit status is then 1.`,
 		Args: args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, dumps []string) error {
+			c.elfOptional = bf.symbols != ""
+			switch {
+			case bf.symbols != "" && c.elf != "":
+				return usagef("--symbols DIR replaces --elf: give one of them")
+			case bf.symbols != "" && c.format == "html":
+				return usagef("--symbols does not make HTML reports yet: use --format text, json or jsonl")
+			}
 			if err := c.check(); err != nil {
 				return err
 			}
@@ -127,6 +135,7 @@ type batchFlags struct {
 	output    string
 	sourceDir string
 	strict    bool
+	symbols   string
 }
 
 func (b *batchFlags) register(cmd *cobra.Command) {
@@ -134,6 +143,7 @@ func (b *batchFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&b.maxMemory, "max-memory", "", "memory budget of the whole run (512MiB, 4G, 25%; default a quarter of the machine's RAM): half of it is shared by the dumps decoded at once, -j is lowered so each gets at least 16 MiB, and a dump that needs more than its share is reported as too large; large region files are mapped and cost only the pages read")
 	cmd.Flags().BoolVar(&b.summary, "summary", false, "print crash buckets (same exception, causes, faulting function and callers) instead of one report per dump; --format text or json (faultline.summary/1)")
 	cmd.Flags().StringVarP(&b.output, "output", "o", "", "--format html: write one page per dump and an index.html into this directory (without it, one dump's page goes to stdout)")
+	cmd.Flags().StringVar(&b.symbols, "symbols", "", "a directory of firmware ELFs (any layout, or a .build-id/xx/rest.debug tree) instead of --elf: each dump is decoded with the ELF whose build ID it carries, else the one it pairs with by content")
 	cmd.Flags().BoolVar(&b.strict, "strict", false, "exit with status 1 when a dump does not pair with the ELF (pairing mismatch: another build's firmware)")
 	cmd.Flags().StringVar(&b.sourceDir, "source-dir", "", "--format html: look for the source files the ELF names here first (else next to the ELF and its parent directories)")
 }
@@ -232,14 +242,31 @@ func runAnalyze(cmd *cobra.Command, c *commonFlags, raw *rawFlags, bf *batchFlag
 	if c.format == "html" && multi && bf.output == "" && !bf.summary {
 		return usagef("--format html with several dumps needs -o DIR (one page per dump)")
 	}
-	elf, err := openFirmware(c.elf)
-	if err != nil {
-		return err
-	}
-	defer elf.Close()
-	an, err := analysis.NewAnalyzer(elf, analysis.Options{Unwinder: c.unwinder, MaxFrames: c.maxFrames})
-	if err != nil {
-		return usageError{err}
+	var (
+		elf     *elfsym.File
+		an      dumpAnalyzer
+		elfName string
+		err     error
+	)
+	opts := analysis.Options{Unwinder: c.unwinder, MaxFrames: c.maxFrames}
+	if bf.symbols != "" {
+		store, err := openSymbolStore(bf.symbols, opts)
+		if err != nil {
+			return err
+		}
+		defer store.Close()
+		an, elfName = store, bf.symbols
+	} else {
+		elf, err = openFirmware(c.elf)
+		if err != nil {
+			return err
+		}
+		defer elf.Close()
+		a, err := analysis.NewAnalyzer(elf, opts)
+		if err != nil {
+			return usageError{err}
+		}
+		an, elfName = a, filepath.Base(elf.Name())
 	}
 
 	var prog *progress
@@ -249,7 +276,7 @@ func runAnalyze(cmd *cobra.Command, c *commonFlags, raw *rawFlags, bf *batchFlag
 	failed, mismatched := 0, 0
 	var sum *analysis.Summarizer
 	if bf.summary {
-		sum = analysis.NewSummarizer(filepath.Base(elf.Name()), c.unwinder, "path")
+		sum = analysis.NewSummarizer(elfName, c.unwinder, "path")
 	}
 	for _, e := range problems {
 		failed++
@@ -302,7 +329,7 @@ func runAnalyze(cmd *cobra.Command, c *commonFlags, raw *rawFlags, bf *batchFlag
 		}
 		if p := r.report.Pairing; p != nil && p.Verdict == analysis.PairMismatch {
 			mismatched++
-			prog.printf(stderr, "faultline: warning: %s: %s\n", r.job.name, analysis.MismatchWarning(elf.Name(), *p))
+			prog.printf(stderr, "faultline: warning: %s: %s\n", r.job.name, analysis.MismatchWarning(r.report.ELFInfo.Path, *p))
 		}
 		if sum != nil {
 			sum.Add(r.report)

@@ -53,7 +53,7 @@ type batchResult struct {
 // Unless keepDump, each dump is closed (its mapped regions released) as
 // soon as it is analysed, so that the results waiting for their turn hold
 // only their reports; emit owns the dumps it is given.
-func runBatch(a *analysis.Analyzer, jobs []batchJob, workers int, keepDump bool, done func(), emit func(batchResult) error) error {
+func runBatch(a dumpAnalyzer, jobs []batchJob, workers int, keepDump bool, done func(), emit func(batchResult) error) error {
 	if workers < 1 {
 		workers = 1
 	}
@@ -129,7 +129,7 @@ func runBatch(a *analysis.Analyzer, jobs []batchJob, workers int, keepDump bool,
 	return err
 }
 
-func analyzeOne(a *analysis.Analyzer, j batchJob, keepDump bool) batchResult {
+func analyzeOne(a dumpAnalyzer, j batchJob, keepDump bool) batchResult {
 	res := batchResult{job: j}
 	d, err := j.load()
 	if err != nil {

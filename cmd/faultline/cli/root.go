@@ -48,11 +48,12 @@ func (e silentError) Error() string { return fmt.Sprintf("exit status %d", e.cod
 
 // commonFlags are shared by the commands that analyse dumps.
 type commonFlags struct {
-	elf       string
-	unwinder  string
-	format    string
-	maxFrames int
-	formats   []string
+	elfOptional bool // analyze --symbols DIR stands for --elf
+	elf         string
+	unwinder    string
+	format      string
+	maxFrames   int
+	formats     []string
 }
 
 func (c *commonFlags) register(cmd *cobra.Command, formats ...string) {
@@ -73,7 +74,7 @@ func (c *commonFlags) registerNoUnwinder(cmd *cobra.Command, formats ...string) 
 }
 
 func (c *commonFlags) check() error {
-	if c.elf == "" {
+	if c.elf == "" && !c.elfOptional {
 		return usagef("--elf is required")
 	}
 	if !validStrategy(c.unwinder) {
