@@ -123,6 +123,14 @@ func (r *ProbeRun) ClearMap() { r.hw.ClearMap() }
 // accesses are not checked).
 func (r *ProbeRun) Inside(on bool) { r.hw.Inside(on) }
 
+// ExpectReturn starts an allocator call (Inside) that ends when the block
+// at ret runs with SP >= sp: reported to Block when goReturn, else ended
+// without calling the probe.
+func (r *ProbeRun) ExpectReturn(ret, sp uint32, goReturn bool) { r.hw.Expect(ret, sp, goReturn) }
+
+// InsideNow reports whether an allocator call is in progress.
+func (r *ProbeRun) InsideNow() bool { return r.hw.InsideNow() }
+
 // Reg reads a core register.
 func (r *ProbeRun) Reg(reg uc.Reg) uint32 {
 	if r.regs != nil {

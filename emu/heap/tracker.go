@@ -129,6 +129,8 @@ type Tracker struct {
 	// returning from it, so a stale watch costs next to nothing, and a
 	// loop calling the allocator does not add and drop it every time.
 	retWatched map[uint32]bool
+	run        *emu.ProbeRun // from Start
+	stacks     map[*emu.TruthFrame]Stack
 }
 
 // New returns a Tracker for opt.
@@ -136,7 +138,7 @@ func New(opt Options) *Tracker {
 	if opt.MaxErrors <= 0 {
 		opt.MaxErrors = 1000
 	}
-	return &Tracker{opt: opt, byAddr: make(map[uint32]Func), retWatched: make(map[uint32]bool),
+	return &Tracker{opt: opt, byAddr: make(map[uint32]Func), retWatched: make(map[uint32]bool), stacks: make(map[*emu.TruthFrame]Stack),
 		st: state{live: map[uint32]*Block{}, freed: map[uint32]*Block{}, seen: map[string]bool{}}}
 }
 
@@ -144,6 +146,7 @@ func New(opt Options) *Tracker {
 // watches them and sets up the byte map over the RAM region that holds the
 // heap.
 func (t *Tracker) Start(r *emu.ProbeRun) error {
+	t.run = r
 	fam := map[string]bool{}
 	for _, f := range t.opt.Funcs {
 		addr, _, fn, ok := r.Symbol(f.Name)
@@ -209,26 +212,25 @@ func regFor(n int) uc.Reg { return uc.RegR0 + uc.Reg(n) }
 
 // Block implements emu.Probe.
 func (t *Tracker) Block(r *emu.ProbeRun, addr uint32) {
+	t.sync(r)
 	// A return first: an allocator's return address can never be an
-	// allocator's entry.
-	if n := len(t.st.pending); n > 0 {
-		c := t.st.pending[n-1]
+	// allocator's entry. The C side reports nothing else while a call is
+	// in progress (uc.HeapWatch.Expect).
+	if len(t.st.pending) > 0 {
+		c := t.st.pending[0]
 		if addr == c.ret && r.Reg(uc.RegSP) >= c.sp {
-			t.st.pending = t.st.pending[:n-1]
+			t.st.pending = nil
 			t.returned(r, c)
-			r.Inside(len(t.st.pending) > 0)
-			return
+			r.Inside(false)
 		}
+		return
 	}
 	f, ok := t.byAddr[addr]
 	if !ok {
 		return
 	}
-	if len(t.st.pending) > 0 {
-		return // called by the allocator itself (malloc -> _malloc_r, new -> malloc)
-	}
 	c := call{fn: f, ret: r.Reg(uc.RegLR) &^ 1, sp: r.Reg(uc.RegSP), insn: r.Insns()}
-	c.stack = callerStack(r.Stack(addr))
+	c.stack = t.callerStack(r.Stack(addr))
 	arg := func(i int) uint32 {
 		if i < 0 {
 			return 0
@@ -255,19 +257,53 @@ func (t *Tracker) Block(r *emu.ProbeRun, addr uint32) {
 			c.old = t.release(r, c, "realloc")
 		}
 	}
-	t.st.pending = append(t.st.pending, c)
+	t.st.pending = []call{c}
 	if !t.retWatched[c.ret] {
 		if err := r.Watch(c.ret, true); err != nil && t.err == nil {
 			t.err = err
 		}
 		t.retWatched[c.ret] = true
 	}
-	r.Inside(true)
+	// A free's return needs nothing from Go: the C side ends the call.
+	r.ExpectReturn(c.ret, c.sp, c.fn.Op != OpFree)
 }
 
-// callerStack drops the allocator's own frame (the entry) and exception
+// callerStack is stackOf, remembered for the stacks ProbeRun.Stack shares
+// between calls (an allocation in a loop): no new slice per call.
+func (t *Tracker) callerStack(fr []emu.TruthFrame) Stack {
+	if len(fr) == 0 {
+		return Stack{}
+	}
+	// The pointer only finds a candidate (a slice's memory may be reused
+	// by another once the run dropped it): the frames decide.
+	if s, ok := t.stacks[&fr[0]]; ok && sameStack(s, fr) {
+		return s
+	}
+	if len(t.stacks) >= 256 {
+		clear(t.stacks)
+	}
+	s := stackOf(fr)
+	t.stacks[&fr[0]] = s
+	return s
+}
+
+func sameStack(s Stack, fr []emu.TruthFrame) bool {
+	n := 0
+	for i, f := range fr {
+		if i == 0 || f.Kind == emu.FrameException {
+			continue
+		}
+		if n >= len(s.PCs) || s.PCs[n] != f.PC {
+			return false
+		}
+		n++
+	}
+	return n == len(s.PCs)
+}
+
+// stackOf drops the allocator's own frame (the entry) and exception
 // pseudo-frames: what is left are return addresses, innermost first.
-func callerStack(fr []emu.TruthFrame) Stack {
+func stackOf(fr []emu.TruthFrame) Stack {
 	var s Stack
 	for i, f := range fr {
 		if i == 0 || f.Kind == emu.FrameException {
@@ -513,8 +549,17 @@ func (t *Tracker) report(e Error) {
 	t.st.errors = append(t.st.errors, e)
 }
 
+// sync forgets the call in progress when the C side has ended it (the
+// return of a free).
+func (t *Tracker) sync(r *emu.ProbeRun) {
+	if len(t.st.pending) > 0 && r != nil && !r.InsideNow() {
+		t.st.pending = nil
+	}
+}
+
 // Checkpoint implements emu.Probe.
 func (t *Tracker) Checkpoint() {
+	t.sync(t.run)
 	t.cp = t.st.clone()
 	t.cpValid = true
 }
@@ -528,7 +573,11 @@ func (t *Tracker) Restore(r *emu.ProbeRun) error {
 	// Return addresses stay watched (retWatched): the pending calls of
 	// the checkpoint are all among them.
 	t.st = t.cp.clone()
-	r.Inside(len(t.st.pending) > 0)
+	r.Inside(false)
+	if len(t.st.pending) > 0 {
+		c := t.st.pending[0]
+		r.ExpectReturn(c.ret, c.sp, c.fn.Op != OpFree)
+	}
 	r.ClearMap()
 	for _, a := range t.st.freedFIFO {
 		b := t.st.freed[a]

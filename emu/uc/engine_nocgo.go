@@ -170,3 +170,6 @@ func (w *HeapWatch) Mark(addr, n uint32, state int, soft bool) {}
 func (w *HeapWatch) ClearMap()                                 {}
 func (w *HeapWatch) Inside(on bool)                            {}
 func (w *HeapWatch) Checks(on bool)                            {}
+
+func (w *HeapWatch) Expect(ret, sp uint32, goReturn bool) {}
+func (w *HeapWatch) InsideNow() bool                      { return false }

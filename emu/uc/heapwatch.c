@@ -121,6 +121,22 @@ void fl_hw_block(fl_tracker *t, uint32_t addr) {
 		return;
 	}
 	uint32_t at;
+	if (w->inside) {
+		// Inside an allocator call only its return matters (the
+		// allocator's own calls of other entry points are its business).
+		if (addr != w->ret) {
+			return;
+		}
+		uint32_t sp = 0;
+		uc_reg_read(t->uc, UC_ARM_REG_SP, &sp);
+		if (sp < w->ret_sp) {
+			return;
+		}
+		if (!w->ret_go) {
+			w->inside = 0;
+			return;
+		}
+	}
 	if (find(w, addr, &at)) {
 		// The registers an allocator's entry and return need, read here:
 		// one C->Go transition instead of one per register.

@@ -96,6 +96,17 @@ func (w *HeapWatch) ClearMap() {
 // to bookkeeping and freed blocks are not checked.
 func (w *HeapWatch) Inside(on bool) { w.p.inside = C.int(b2u(on)) }
 
+// Expect starts an allocator call: inside until the block at ret runs
+// with SP >= sp; then, with goReturn, the block callback reports it (and
+// must call Inside(false)), else the call simply ends.
+func (w *HeapWatch) Expect(ret, sp uint32, goReturn bool) {
+	w.p.ret, w.p.ret_sp, w.p.ret_go = C.uint32_t(ret&^1), C.uint32_t(sp), C.int(b2u(goReturn))
+	w.p.inside = 1
+}
+
+// InsideNow reports whether an allocator call is in progress.
+func (w *HeapWatch) InsideNow() bool { return w.p.inside != 0 }
+
 // Checks turns the access checks on or off.
 func (w *HeapWatch) Checks(on bool) { w.p.checks = C.int(b2u(on)) }
 

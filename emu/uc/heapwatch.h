@@ -33,6 +33,11 @@ typedef struct fl_heapwatch {
 	uint32_t base, len;
 	uint8_t *map;
 	int inside; // an allocator call is in progress: accesses are its own
+	// While inside, the block hook reports only the call's return (a
+	// block at ret with SP >= ret_sp), and only when ret_go: the return
+	// of a free needs no Go and just ends the call here.
+	uint32_t ret, ret_sp;
+	int ret_go;
 	int checks; // check accesses at all
 } fl_heapwatch;
 
