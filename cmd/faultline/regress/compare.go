@@ -80,12 +80,12 @@ func compareFrames(want []FrameExpect, got []Frame, match, unwinder string) (Pro
 	var summary string
 	switch {
 	case first >= 0 && first >= len(got):
-		summary = fmt.Sprintf("backtrace: it ends after %d frames; the spec expects frame #%d %s", len(got), first, want[first])
+		summary = fmt.Sprintf("backtrace: it ends after %s; the spec expects frame #%d %s", frameCount(len(got)), first, want[first])
 	case first >= 0:
 		summary = fmt.Sprintf("backtrace: frame #%d is %s, the spec expects %s", first, describe(got[first]), want[first])
 	case match == MatchExact && len(got) > len(want):
-		summary = fmt.Sprintf("backtrace: %d frames, the spec expects exactly %d; the first extra one is #%d %s",
-			len(got), len(want), len(want), describe(got[len(want)]))
+		summary = fmt.Sprintf("backtrace: %s, the spec expects exactly %d; the first extra one is #%d %s",
+			frameCount(len(got)), len(want), len(want), describe(got[len(want)]))
 	default:
 		return Problem{}, true
 	}
@@ -315,4 +315,12 @@ func sideBySide(leftTitle, rightTitle string, left, right [][]string, pairs []pa
 		t.add(row...)
 	}
 	return t.String()
+}
+
+// frameCount says "1 frame", "2 frames".
+func frameCount(n int) string {
+	if n == 1 {
+		return "1 frame"
+	}
+	return fmt.Sprintf("%d frames", n)
 }

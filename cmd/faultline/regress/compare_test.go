@@ -152,3 +152,15 @@ func TestRegressCompareHandler(t *testing.T) {
 		t.Errorf("fault summary %q\nwant %q", p[1].Summary, want)
 	}
 }
+
+// TestFrameCountWording: one frame is "1 frame".
+func TestFrameCountWording(t *testing.T) {
+	p, ok := compareFrames(expects("a", "b"), frames("a"), MatchPrefix, "auto")
+	if ok || !strings.Contains(p.Summary, "ends after 1 frame;") {
+		t.Errorf("got %q", p.Summary)
+	}
+	p, ok = compareFrames(expects("a"), frames("a", "b"), MatchExact, "auto")
+	if ok || !strings.Contains(p.Summary, "backtrace: 2 frames, the spec expects exactly 1") {
+		t.Errorf("got %q", p.Summary)
+	}
+}
