@@ -256,6 +256,11 @@ func walk(t *Target, regs Registers, chain []Unwinder, opt Options) Result {
 			caller.ReturnAddress = true
 			caller.Regs.Set(PC, caller.PC)
 			caller.Regs.Set(SP, caller.SP)
+			if caller.Note != "" {
+				// A strategy's note explains the step from the frame below
+				// (its addresses may lie in that function): say so.
+				caller.Note = fmt.Sprintf("unwound from %s: %s", t.frameLabel(&cur), caller.Note)
+			}
 			if caller.Call == CallMismatch {
 				if cur.ReturnAddress && caller.PC == cur.PC {
 					res.Stop = Stop{Kind: StopLoop, Detail: fmt.Sprintf("return address 0x%08x found again at SP 0x%08x above SP 0x%08x by %s; %s: the stack holds the same word over and over, not a call chain",
@@ -457,4 +462,14 @@ func (t *Target) atReset(pc uint32) bool {
 		}
 	}
 	return pc == t.ResetHandler&^1
+}
+
+// frameLabel names a frame's function and PC for notes: "f (0x000001b2)".
+func (t *Target) frameLabel(f *Frame) string {
+	if t.Prog != nil {
+		if fn, ok := t.Prog.FuncAt(f.LookupPC()); ok && fn.Name != "" {
+			return fmt.Sprintf("%s at 0x%08x", fn.Name, f.PC)
+		}
+	}
+	return fmt.Sprintf("0x%08x", f.PC)
 }

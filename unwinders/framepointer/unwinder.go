@@ -295,7 +295,7 @@ func unwindWith(t *unwinders.Target, frames []unwinders.Frame, l *Layout) (unwin
 		if frames[i+1].Method != Name {
 			continue
 		}
-		if strings.HasPrefix(frames[i+1].Note, leafNote) {
+		if strings.Contains(frames[i+1].Note, leafNote) { // the walk prefixes where a step note comes from
 			// A leaf step (LayoutLeaf): frame i's r7 was its caller's
 			// frame pointer, not its own.
 			continue

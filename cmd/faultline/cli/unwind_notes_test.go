@@ -357,3 +357,34 @@ func TestCompareRowsStartTogether(t *testing.T) {
 		t.Errorf("%d rows crossed the SVCall frame, %d stopped in the handler: the test needs both\n%s", crossed, stopped, stdout)
 	}
 }
+
+// TestStepNoteNamesItsFrame (issue 13, defect 6): a strategy's note on a
+// frame explains the step from the frame below, and may name an address in
+// that function: the note says which frame it comes from. QEMU oracle
+// fixture clang-m3-O0-irq_crash, prologue strategy: irq_raise was
+// interrupted in its return sequence (ending at an address in irq_raise),
+// and the note sits under irq_worker.
+func TestStepNoteNamesItsFrame(t *testing.T) {
+	elf := filepath.Join(repo, "firmware-samples/build/clang-m3-O0.elf")
+	stdout, stderr, code := run(t, "", "analyze", "--elf", elf, "--unwinder", "prologue", "--format", "json",
+		filepath.Join(repo, "fixtures/qemu/clang-m3-O0-irq_crash.json"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var r analysis.Report
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, f := range r.Frames {
+		if strings.Contains(f.Note, "return sequence ending at") {
+			found = true
+			if f.Function != "irq_worker" || !strings.HasPrefix(f.Note, "unwound from irq_raise at 0x") {
+				t.Errorf("frame %d (%s): note %q does not name the frame it explains", f.Index, f.Function, f.Note)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no return-sequence note: %+v", r.Frames)
+	}
+}
