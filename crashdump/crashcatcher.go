@@ -220,8 +220,8 @@ func nextHexStart(data []byte, from int) (int, bool) {
 		if end >= 0 {
 			line = data[off : off+end]
 		}
-		t := bytes.TrimLeft(line, " \t")
-		if bytes.HasPrefix(t, []byte(ccHexSignature)) {
+		t := bytes.TrimRight(bytes.TrimLeft(line, " \t"), " \t\r")
+		if bytes.HasPrefix(t[hexPayload(t):], []byte(ccHexSignature)) {
 			return off, true
 		}
 		if end < 0 {
@@ -258,7 +258,8 @@ func (h *hexDump) pos(i int) int64 {
 // parseCrashCatcherHex decodes the hex form: the dump's bytes as hex digits,
 // a line per write call, between the "CRASH ENCOUNTERED ... press any key"
 // banner and the "End of dump" line. Text before the first line starting
-// with 6343, CR characters and blank lines are ignored. When the text holds
+// with 6343, CR characters and blank lines are ignored. Each line may sit
+// behind a log prefix (timestamps, levels, tags: see hexPayload). When the text holds
 // several dumps (the handler repeats the dump until told to stop), the
 // first complete one is decoded.
 func parseCrashCatcherHex(data []byte, name string, _ func(string) ([]byte, error)) (*Dump, error) {
@@ -310,7 +311,8 @@ func scanHexDump(data []byte, name string, start int) (*hexDump, error) {
 		t := bytes.TrimRight(line[lead:], " \t\r")
 		switch {
 		case len(t) == 0:
-		case strings.EqualFold(string(t), ccHexEndOfDump):
+		case strings.EqualFold(string(t), ccHexEndOfDump),
+			len(t) > len(ccHexEndOfDump) && strings.EqualFold(string(t[len(t)-len(ccHexEndOfDump):]), ccHexEndOfDump) && (t[len(t)-len(ccHexEndOfDump)-1] == ' ' || t[len(t)-len(ccHexEndOfDump)-1] == '\t'):
 			h.complete, h.next = true, next
 			return h, nil
 		case off != start && bytes.Contains(t, []byte(ccHexBannerMarker)):
@@ -318,7 +320,9 @@ func scanHexDump(data []byte, name string, start int) (*hexDump, error) {
 			h.next = off
 			return h, nil
 		default:
-			textOff := int64(off + lead)
+			p := hexPayload(t)
+			t = t[p:]
+			textOff := int64(off + lead + p)
 			for i, c := range t {
 				if !isHexDigit(c) {
 					return nil, &FormatError{File: name, Offset: textOff + int64(i),
@@ -341,6 +345,30 @@ func scanHexDump(data []byte, name string, start int) (*hexDump, error) {
 	}
 	h.next = len(data)
 	return h, nil
+}
+
+// hexPayload returns where the hex digits of a dump line start: at 0 when
+// the whole line is hex, or behind a log prefix (a timestamp, a level, a
+// tag: "[00:01:02.345] <err> crash: 6343..."), at the last blank-separated
+// token when that token is all hex digits. Lines are bounded, so is this.
+func hexPayload(t []byte) int {
+	if allHex(t) {
+		return 0
+	}
+	i := bytes.LastIndexAny(t, " \t")
+	if i < 0 || i+1 == len(t) || !allHex(t[i+1:]) {
+		return 0
+	}
+	return i + 1
+}
+
+func allHex(t []byte) bool {
+	for _, c := range t {
+		if !isHexDigit(c) {
+			return false
+		}
+	}
+	return true
 }
 
 func isHexDigit(c byte) bool {
