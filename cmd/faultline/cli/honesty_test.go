@@ -40,6 +40,31 @@ func stripDebug(t *testing.T, path string) *elfsym.File {
 	return f
 }
 
+// bareNames drops C++ parameter lists ("f(int) const" -> "f"): GDB's
+// backtraces of the C++ corpus name some frames with them and some without.
+func bareNames(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		depth, cut := 0, len(n)
+		for j := len(n) - 1; j >= 0; j-- {
+			switch n[j] {
+			case ')':
+				depth++
+			case '(':
+				depth--
+				if depth == 0 {
+					cut = j
+				}
+			}
+			if depth == 0 && cut != len(n) {
+				break
+			}
+		}
+		out[i] = strings.TrimSpace(n[:cut])
+	}
+	return out
+}
+
 // betterOrEqual reports whether score a is at least as good as b: exact
 // first, then frame accuracy.
 func betterOrEqual(a, b analysis.Score) bool {
@@ -50,7 +75,8 @@ func betterOrEqual(a, b analysis.Score) bool {
 }
 
 // TestAutoNeverWorseAndHonest runs every strategy over every QEMU oracle
-// fixture, with its ELF as built and stripped of debug info, and checks
+// fixture (fixtures/qemu and the C++ corpus, fixtures/qemu-cxx), with its
+// ELF as built and stripped of debug info, and checks
 // (issue 13, defects 4 and 5):
 //   - auto is at least as good as its best single strategy;
 //   - no strategy says `high` for a frame after a gap or across a return
@@ -60,12 +86,17 @@ func betterOrEqual(a, b analysis.Score) bool {
 func TestAutoNeverWorseAndHonest(t *testing.T) {
 	strategies := matrix.StrategyNames()
 	exactAuto, cases := 0, 0
-	for _, dump := range oracleFixtures(t) {
+	cxx, _ := filepath.Glob(filepath.Join(repo, "fixtures/qemu-cxx/*.json"))
+	for _, dump := range append(oracleFixtures(t), cxx...) {
 		d, err := crashdump.Load(dump)
 		if err != nil {
 			t.Fatal(err)
 		}
 		elfPath := fixtureELF(t, dump)
+		if strings.Contains(dump, "qemu-cxx") {
+			base := strings.TrimSuffix(filepath.Base(dump), ".json")
+			elfPath = filepath.Join(repo, "firmware-samples/cxx/build", base[:strings.LastIndex(base, "-")]+".elf")
+		}
 		full, err := elfsym.Open(elfPath)
 		if err != nil {
 			t.Fatal(err)
@@ -81,7 +112,7 @@ func TestAutoNeverWorseAndHonest(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s %s: %v", name, s, err)
 				}
-				scores[s] = analysis.ScoreReport(r, d.Truth)
+				scores[s] = analysis.ScoreNames(bareNames(analysis.TruthNames(d.Truth)), bareNames(analysis.ReportNames(r, d.Truth)))
 				h := analysis.CheckHonesty(r)
 				for _, o := range h.Overclaimed {
 					t.Errorf("%s %s: %s", name, s, o)
