@@ -28,7 +28,7 @@ type rawFlags struct {
 }
 
 func (f *rawFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.regs, "regs", "", "register text (GDB \"info registers\" or OpenOCD \"reg\" output); every DUMP is then a memory image (raw binary, Intel HEX or S-records) and all of them form one dump")
+	cmd.Flags().StringVar(&f.regs, "regs", "", "register text (GDB \"info registers\", OpenOCD \"reg\" or J-Link \"regs\" output); every DUMP is then a memory image (raw binary, Intel HEX or S-records) and all of them form one dump")
 	cmd.Flags().StringVar(&f.base, "base", "", "load address of raw binary memory images (with --regs)")
 	cmd.Flags().StringVar(&f.cpu, "cpu", "", "the crashed CPU (cortex-m0|m0plus|m3|m4|m7|m23|m33...), overriding the dump's")
 }
