@@ -7,6 +7,7 @@ package analysis
 import (
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/faultline-dev/faultline/crashdump"
@@ -142,7 +143,7 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 	chain = threadChain(elf, kernel, chain)
 	res := unwinders.Walk(t, d.Regs, chain, unwinders.Options{MaxFrames: maxFrames})
 	r.Target = t
-	r.Stop = demangleText(elf, res.Stop.String())
+	r.Stop = demangleText(elf, memoryStop(res.Stop))
 	if kernel != nil && cutWalk(elf, kernel.Kind, &res) {
 		r.Stop = taskEntryStop
 	}
@@ -314,6 +315,11 @@ func newTarget(elf *elfsym.File, facts elfFacts, d *crashdump.Dump) (*unwinders.
 			warnings = append(warnings, fmt.Sprintf("the dump holds no memory at the main stack pointer 0x%08x", msp))
 		}
 	}
+	if okM && initialSP > msp && !inDump(d, initialSP-4) {
+		if r, ok := region(msp); ok {
+			warnings = append(warnings, fmt.Sprintf("the dump's memory ends at 0x%08x, below the initial stack pointer 0x%08x: the stack from there up is missing, so the outer frames may be too", uint32(min(r.End(), 1<<32-1)), initialSP))
+		}
+	}
 	if psp, ok := d.Regs.Get(unwinders.PSP); ok && psp != 0 {
 		if r, ok := region(psp); ok {
 			t.ProcessStack = unwinders.Range{Lo: r.Addr, Hi: uint32(min(r.End(), 1<<32-1))}
@@ -334,4 +340,18 @@ func cpuName(tag string) string {
 		return s
 	}
 	return "armv" + s
+}
+
+// memAddr finds the address of the first failed read in a stop's detail.
+var memAddr = regexp.MustCompile(`at (0x[0-9a-fA-F]{8}): address not mapped`)
+
+// memoryStop words a walk that stopped for lack of memory as "memory at
+// ADDR is not in the dump", the address first; other stops as they are.
+func memoryStop(s unwinders.Stop) string {
+	if s.Kind == unwinders.StopMemory {
+		if m := memAddr.FindStringSubmatch(s.Detail); m != nil {
+			return fmt.Sprintf("memory at %s is not in the dump (%s)", m[1], s.Detail)
+		}
+	}
+	return s.String()
 }
