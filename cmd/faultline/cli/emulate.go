@@ -3,12 +3,12 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"github.com/faultline-dev/faultline/elfsym"
 	"io"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/ianlancetaylor/demangle"
 	"github.com/spf13/cobra"
 
 	"github.com/faultline-dev/faultline/cmd/faultline/scenario"
@@ -199,17 +199,9 @@ func writeEmulateSummary(w io.Writer, res *emu.Result, path string) {
 	io.WriteString(w, b.String())
 }
 
-// readableName is a symbol name as analyze prints it: C++ names
-// demangled.
-func readableName(sym string) string {
-	if !strings.HasPrefix(sym, "_Z") {
-		return sym
-	}
-	if d, err := demangle.ToString(sym); err == nil {
-		return d
-	}
-	return sym
-}
+// readableName is a symbol name as analyze prints it: C++ and Rust
+// (legacy and v0) names demangled.
+func readableName(sym string) string { return elfsym.Demangle(sym) }
 
 // plural writes "1 frame", "2 frames".
 func plural(n int, noun string) string {
