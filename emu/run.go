@@ -575,7 +575,7 @@ func (m *machine) run(ctx context.Context) (*Result, error) {
 			return nil, &NoFaultError{Reason: fmt.Sprintf("timeout of %v reached", m.cfg.Timeout), Insns: insns, PC: uint32(pc &^ 1)}
 		}
 		if insns >= m.cfg.MaxInsns {
-			return nil, &NoFaultError{Reason: fmt.Sprintf("instruction limit of %d reached", m.cfg.MaxInsns), Insns: insns, PC: uint32(pc &^ 1)}
+			return nil, &NoFaultError{Reason: limitReason(m.cfg.MaxInsns, insns), Insns: insns, PC: uint32(pc &^ 1)}
 		}
 		m.tr.SetBudget(m.cfg.MaxInsns)
 		if err := m.saveCheckpoint(pc); err != nil {
@@ -913,4 +913,15 @@ type semihostState struct {
 	exited   bool
 	exitCode int
 	reason   string
+}
+
+// limitReason says that the instruction limit stopped the run. The limit
+// is checked where a translated block starts, so the block that crossed
+// it ran to its end: when that overshot, the reason says so instead of
+// implying the run stopped exactly at the limit.
+func limitReason(limit, ran uint64) string {
+	if ran <= limit {
+		return fmt.Sprintf("instruction limit of %d reached", limit)
+	}
+	return fmt.Sprintf("instruction limit of %d reached; the limit is checked between translated blocks, so the block that crossed it ran to its end", limit)
 }
