@@ -49,7 +49,7 @@ func TestSilentClientDoesNotBlockOthers(t *testing.T) {
 				errs <- fmt.Errorf("client %d: ?: %q", i, got)
 				return
 			}
-			if got := c.rpc("D"); got != "OK" {
+			if got := c.last("D"); got != "OK" {
 				errs <- fmt.Errorf("client %d: D: %q", i, got)
 			}
 		}()
