@@ -40,7 +40,18 @@ type NoFaultError struct {
 }
 
 func (e *NoFaultError) Error() string {
-	return fmt.Sprintf("emu: firmware did not fault: %s (after %d instructions, pc=%#08x)", e.Reason, e.Insns, e.PC)
+	return "emu: firmware did not fault: " + e.Detail()
+}
+
+// Detail is the reason with the instruction count and the PC, as the
+// commands print it: "instruction limit of 10 reached (after 10
+// instructions, pc=0x00000110)".
+func (e *NoFaultError) Detail() string {
+	unit := "instructions"
+	if e.Insns == 1 {
+		unit = "instruction"
+	}
+	return fmt.Sprintf("%s (after %d %s, pc=0x%08x)", e.Reason, e.Insns, unit, e.PC)
 }
 
 func (e *NoFaultError) Unwrap() error { return ErrNoFault }

@@ -170,13 +170,19 @@ func (m *machine) runHandler(ctx context.Context, deadline time.Time) (*HandlerO
 		}
 		if m.tr.BudgetHit() {
 			// The block hook stopped the run before the block it was
-			// entering executed; Unicorn's PC may still name an earlier
-			// block (docs/unicorn.md, trap 2), so resume at the block.
+			// entering executed (it would have crossed the budget);
+			// Unicorn's PC may still name an earlier block
+			// (docs/unicorn.md, trap 2), so resume at the block.
 			if a, _ := m.tr.Block(); a != 0 {
 				pc = uint64(a) | 1
 			}
 			if m.branchToSelf(uint32(pc &^ 1)) {
 				return finish(fmt.Sprintf("halted in a branch-to-self loop at 0x%08x (%s)", pc&^1, m.img.funcAt(uint32(pc&^1))))
+			}
+			if m.tr.Insns()+m.tr.BudgetLeft() >= m.cfg.MaxInsns {
+				// The next block would cross the instruction limit
+				// itself: the handler is stopped before it.
+				return finish(fmt.Sprintf("was still running at the instruction limit of %d", m.cfg.MaxInsns))
 			}
 			continue
 		}

@@ -565,6 +565,11 @@ func (m *machine) run(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("emu: %w", err)
 	}
 	pc |= 1
+	// tail is how many instructions of the block at pc still fit the
+	// instruction limit after the block hook stopped before it (it would
+	// have crossed the limit): they run under the exact-PC hook, which
+	// stops before the first one past the limit.
+	var tail uint64
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -577,7 +582,19 @@ func (m *machine) run(ctx context.Context) (*Result, error) {
 		if insns >= m.cfg.MaxInsns {
 			return nil, &NoFaultError{Reason: limitReason(m.cfg.MaxInsns, insns), Insns: insns, PC: uint32(pc &^ 1)}
 		}
-		m.tr.SetBudget(m.cfg.MaxInsns)
+		if tail > 0 {
+			blk, size := m.tr.Block()
+			if err := m.tr.SetExactPC(true, blk, blk+size-1); err != nil {
+				return nil, fmt.Errorf("emu: %w", err)
+			}
+			m.tr.SetExactStop(tail + 1)
+			// The block itself is counted whole when it starts; a
+			// budget just past it stops the run if an exception
+			// diverts it before the exact stop.
+			m.tr.SetBudget(insns + m.tr.BudgetBlock())
+		} else {
+			m.tr.SetBudget(m.cfg.MaxInsns)
+		}
 		if err := m.saveCheckpoint(pc); err != nil {
 			return nil, err
 		}
@@ -594,6 +611,25 @@ func (m *machine) run(ctx context.Context) (*Result, error) {
 		}
 		if m.hookErr != nil {
 			return nil, m.hookErr
+		}
+		if tail > 0 {
+			tail = 0
+			cf, stopped := m.tr.CheckFault()
+			stopped = stopped && cf.Kind == uc.CheckStopped
+			if stopped {
+				m.tr.ClearCheckFault()
+			}
+			m.tr.SetExactStop(0)
+			if err := m.tr.SetExactPC(false, 0, 0); err != nil {
+				return nil, fmt.Errorf("emu: %w", err)
+			}
+			if stopped {
+				m.tr.SetInsns(m.cfg.MaxInsns)
+				if err := m.eng.RegWrite(uc.RegPC, uint64(cf.PC)|1); err != nil {
+					return nil, fmt.Errorf("emu: %w", err)
+				}
+				return nil, &NoFaultError{Reason: limitReason(m.cfg.MaxInsns, m.cfg.MaxInsns), Insns: m.cfg.MaxInsns, PC: cf.PC}
+			}
 		}
 		if m.semihost.exited {
 			cur := m.reg(uc.RegPC)
@@ -643,7 +679,16 @@ func (m *machine) run(ctx context.Context) (*Result, error) {
 			continue
 		}
 		if m.tr.BudgetHit() {
+			// The block hook stopped before a block that would cross
+			// the limit; Unicorn's PC may still name an earlier block
+			// (docs/unicorn.md, trap 2).
 			pc = cur | 1
+			if a, _ := m.tr.Block(); a != 0 {
+				pc = uint64(a) | 1
+			}
+			if m.tr.Insns()+m.tr.BudgetLeft() == m.cfg.MaxInsns {
+				tail = m.tr.BudgetLeft()
+			}
 			continue
 		}
 		if uint32(cur) == returnAddr {
@@ -915,13 +960,14 @@ type semihostState struct {
 	reason   string
 }
 
-// limitReason says that the instruction limit stopped the run. The limit
-// is checked where a translated block starts, so the block that crossed
-// it ran to its end: when that overshot, the reason says so instead of
-// implying the run stopped exactly at the limit.
+// limitReason says that the instruction limit stopped the run. The run
+// stops exactly at the limit: a block that would cross it does not start,
+// and the instructions of it that fit run one by one. Only when an
+// exception taken at that point diverted the last instructions can the
+// count pass the limit, and then the reason says so.
 func limitReason(limit, ran uint64) string {
 	if ran <= limit {
 		return fmt.Sprintf("instruction limit of %d reached", limit)
 	}
-	return fmt.Sprintf("instruction limit of %d reached; the limit is checked between translated blocks, so the block that crossed it ran to its end", limit)
+	return fmt.Sprintf("instruction limit of %d reached; an exception taken at the limit ran its handler's first block to its end", limit)
 }

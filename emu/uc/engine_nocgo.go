@@ -66,6 +66,8 @@ func (t *Tracker) Insns() uint64                               { return 0 }
 func (t *Tracker) SetInsns(n uint64)                           {}
 func (t *Tracker) SetBudget(n uint64)                          {}
 func (t *Tracker) BudgetHit() bool                             { return false }
+func (t *Tracker) BudgetLeft() uint64                          { return 0 }
+func (t *Tracker) BudgetBlock() uint64                         { return 0 }
 func (t *Tracker) Block() (addr, size uint32)                  { return 0, 0 }
 func (t *Tracker) SetExactPC(on bool, begin, end uint32) error { return ErrUnavailable }
 func (t *Tracker) SetEventHandler(fn func(addr uint32) bool)   {}

@@ -214,6 +214,25 @@ static void block_hook(uc_engine *uc, uint64_t addr64, uint32_t size, void *ud) 
 		t->prev_end = prev_end;
 	}
 	fl_block *b = lookup_block(t, addr, size);
+	if (t->budget != 0 && t->insns + b->insns > t->budget) {
+		// Running this block would cross the budget: stop before it
+		// runs (a stop from a block hook prevents the block), without
+		// counting it, so Insns stays the number of instructions that
+		// ran. budget_left says how many of its instructions still fit;
+		// the harness runs exactly those with the exact-PC hook. A step
+		// already settled for an event is not made again on re-entry.
+		t->budget_hit = 1;
+		t->budget_left = t->budget > t->insns ? t->budget - t->insns : 0;
+		t->budget_block = b->insns;
+		t->cur_addr = addr;
+		t->cur_size = size;
+		if (settled) {
+			t->skip_addr = addr;
+			t->skip_valid = 1;
+		}
+		uc_emu_stop(uc);
+		return;
+	}
 	t->insns += b->insns;
 	if (t->shadow && !settled) {
 		shadow_step(t, addr);
@@ -224,10 +243,6 @@ static void block_hook(uc_engine *uc, uint64_t addr64, uint32_t size, void *ud) 
 	t->cur_size = size;
 	if (t->hw != NULL) {
 		fl_hw_block(t, addr);
-	}
-	if (t->budget != 0 && t->insns >= t->budget) {
-		t->budget_hit = 1;
-		uc_emu_stop(uc);
 	}
 }
 

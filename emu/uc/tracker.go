@@ -82,15 +82,27 @@ func (t *Tracker) Insns() uint64 { return uint64(t.p.insns) }
 // SetInsns sets the instruction counter (for restoring a checkpoint).
 func (t *Tracker) SetInsns(n uint64) { t.p.insns = C.uint64_t(n) }
 
-// SetBudget makes the block hook stop the emulation once Insns reaches n
-// (0 = no budget) and clears BudgetHit.
+// SetBudget makes the block hook stop the emulation before a block that
+// would take Insns past n (0 = no budget), and clears BudgetHit. The block
+// is neither run nor counted; BudgetLeft says how many of its instructions
+// fit, for the harness to run exactly (SetExactPC, SetExactStop).
 func (t *Tracker) SetBudget(n uint64) {
 	t.p.budget = C.uint64_t(n)
 	t.p.budget_hit = 0
+	t.p.budget_left = 0
+	t.p.budget_block = 0
 }
 
 // BudgetHit reports whether the last stop came from the budget.
 func (t *Tracker) BudgetHit() bool { return t.p.budget_hit != 0 }
+
+// BudgetLeft is, after a budget stop, how many instructions of the block
+// the run stopped before still fit in the budget (0 when none do).
+func (t *Tracker) BudgetLeft() uint64 { return uint64(t.p.budget_left) }
+
+// BudgetBlock is, after a budget stop, the instruction count of the block
+// the run stopped before.
+func (t *Tracker) BudgetBlock() uint64 { return uint64(t.p.budget_block) }
 
 // Block returns the start address and size of the block that was executing
 // when the emulation stopped. After a data abort Unicorn's PC is stale and

@@ -53,9 +53,11 @@ typedef struct fl_tracker {
 	uint32_t skip_addr;
 	int skip_valid;
 
-	uint64_t insns;  // guest instructions entered, counted per block
-	uint64_t budget; // stop once insns >= budget (0: no budget)
+	uint64_t insns;  // guest instructions run, counted per block as it starts
+	uint64_t budget; // never start a block that would take insns past budget (0: no budget)
 	int budget_hit;
+	uint64_t budget_left; // at a budget stop: budget - insns (instructions of the stopped block that fit)
+	uint32_t budget_block; // at a budget stop: the stopped block's instruction count
 
 	uint32_t cur_addr, cur_size; // the block being executed
 	uint32_t prev_end;           // end address of the previous block

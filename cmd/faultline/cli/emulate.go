@@ -64,7 +64,7 @@ Exit status 3 when the firmware does not fault within --max-insns and
 			case errors.Is(err, emu.ErrConfig):
 				return usageError{err}
 			case errors.As(err, &nf):
-				return exitError{code: ExitNoFault, err: fmt.Errorf("emulate: %s: the firmware did not fault: %s (after %d instructions, pc=0x%08x)", f.elf, nf.Reason, nf.Insns, nf.PC)}
+				return exitError{code: ExitNoFault, err: fmt.Errorf("emulate: %s: the firmware did not fault: %s", f.elf, nf.Detail())}
 			case err != nil:
 				return err
 			}
@@ -93,7 +93,7 @@ Exit status 3 when the firmware does not fault within --max-insns and
 	fl.StringVar(&f.cpu, "cpu", "", "cortex-m0|m0plus|m3|m4|m7|m33 (default: from the ELF attributes, else m4)")
 	fl.StringArrayVar(&f.sets, "set", nil, "SYMBOL=VALUE: write a global before running (repeatable)")
 	fl.StringVar(&f.call, "call", "", "start at FUNCTION instead of the reset vector")
-	fl.Uint64Var(&f.maxInsns, "max-insns", emu.DefaultMaxInsns, "stop once this many guest instructions ran (checked between translated blocks: the last block may run a few past it)")
+	fl.Uint64Var(&f.maxInsns, "max-insns", emu.DefaultMaxInsns, "stop after exactly this many guest instructions")
 	fl.DurationVar(&f.timeout, "timeout", emu.DefaultTimeout, "stop after this much wall-clock time")
 	fl.BoolVar(&f.runHandler, "run-handler", false, "continue into the firmware's fault handler until it halts or exits via semihosting")
 	fl.StringArrayVar(&f.irqs, "irq", nil, "N@INSN: raise exception N after INSN instructions (repeatable)")

@@ -53,7 +53,7 @@ Exit status 0 whatever the run found (use regress to fail on leaks).`,
 	fl.StringVar(&f.cpu, "cpu", "", "cortex-m0|m0plus|m3|m4|m7|m33 (default: from the ELF attributes, else m4)")
 	fl.StringArrayVar(&f.sets, "set", nil, "SYMBOL=VALUE: write a global before running (repeatable)")
 	fl.StringVar(&f.call, "call", "", "start at FUNCTION instead of the reset vector")
-	fl.Uint64Var(&f.maxInsns, "max-insns", emu.DefaultMaxInsns, "stop once this many guest instructions ran (checked between translated blocks: the last block may run a few past it)")
+	fl.Uint64Var(&f.maxInsns, "max-insns", emu.DefaultMaxInsns, "stop after exactly this many guest instructions")
 	fl.DurationVar(&f.timeout, "timeout", emu.DefaultTimeout, "stop after this much wall-clock time")
 	fl.StringArrayVar(&f.irqs, "irq", nil, "N@INSN: raise exception N after INSN instructions (repeatable)")
 	fl.StringArrayVar(&f.maps, "map", nil, "ADDR:SIZE[:rw|rx|zero]: map extra memory (repeatable)")

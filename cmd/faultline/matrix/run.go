@@ -183,7 +183,7 @@ func (rn *Runner) runCase(ctx context.Context, c Case, es *elfState, strategies 
 	switch {
 	case errors.As(err, &nf):
 		invalid(err)
-		cr.Error = fmt.Sprintf("did not fault: %s (after %d instructions, pc=0x%08x)", nf.Reason, nf.Insns, nf.PC)
+		cr.Error = "did not fault: " + nf.Detail()
 		return cr
 	case err != nil:
 		invalid(err)

@@ -269,7 +269,7 @@ func (r *runner) check(ctx context.Context, sc *Scenario, res *Result) {
 	}
 	switch {
 	case errors.As(err, &nf):
-		fail("no-fault", fmt.Errorf("the firmware did not fault: %s (after %d instructions, pc=0x%08x)", nf.Reason, nf.Insns, nf.PC))
+		fail("no-fault", fmt.Errorf("the firmware did not fault: %s", nf.Detail()))
 		return
 	case errors.Is(err, uc.ErrUnavailable):
 		fail("emulator", err)
