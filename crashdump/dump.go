@@ -129,6 +129,7 @@ func Formats() []Format {
 		{Name: FormatZephyr, Match: matchZephyr, Parse: parseZephyr},
 		{Name: FormatMemfault, Match: matchMemfault, Parse: parseMemfault},
 		{Name: FormatELFCore, Match: matchELFCore, Parse: parseELFCore},
+		{Name: FormatProbeRS, Match: matchProbeRS, Parse: parseProbeRS},
 		{Name: FormatNative, Match: matchNative, Parse: parseNative},
 		{Name: FormatCrashCatcherHex, Match: matchCrashCatcherHex, Parse: parseCrashCatcherHex},
 		{Name: FormatZephyrLog, Match: matchZephyrLog, Parse: parseZephyrLog},
@@ -162,7 +163,7 @@ func Parse(data []byte, name string, readFile func(rel string) ([]byte, error)) 
 	if !ok {
 		n := min(len(data), 8)
 		return nil, &FormatError{File: name, Offset: -1, Err: ErrUnknownFormat,
-			Msg: fmt.Sprintf("unknown dump format (starts with % x): want a %s JSON manifest, a CrashCatcher dump (binary or hex), a Zephyr coredump (binary or #CD: log), a Memfault CORE dump or an ARM ELF core file", data[:n], FormatNative)}
+			Msg: fmt.Sprintf("unknown dump format (starts with % x): want a %s JSON manifest, a CrashCatcher dump (binary or hex), a Zephyr coredump (binary or #CD: log), a Memfault CORE dump, an ARM ELF core file or a probe-rs coredump", data[:n], FormatNative)}
 	}
 	return f.Parse(data, name, readFile)
 }

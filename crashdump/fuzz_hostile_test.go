@@ -43,7 +43,7 @@ func hostileFiles(f *testing.F, kinds ...string) [][]byte {
 // must encode to a manifest and to CrashCatcher. The corpus is seeded with
 // the hostile dumps of fixtures/hostile and the importer fixtures.
 func FuzzDetect(f *testing.F) {
-	for _, b := range hostileFiles(f, "native", "crashcatcher", "zephyr", "memfault") {
+	for _, b := range hostileFiles(f, "native", "crashcatcher", "zephyr", "memfault", "probe-rs") {
 		f.Add(b)
 	}
 	seedImport(f, ".crashcatcher.bin", ".crashcatcher.txt", ".zephyr.bin", ".zephyr.log", ".memfault.bin")

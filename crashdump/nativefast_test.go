@@ -61,9 +61,13 @@ func nativeInputs(t testing.TB) []nativeInput {
 		}
 	}
 	var imports []string
-	for _, pattern := range []string{"import/*", "capture/*.crashcatcher*"} {
+	for _, pattern := range []string{"import/*", "import/probe-rs/*", "capture/*.crashcatcher*"} {
 		paths, _ := filepath.Glob(filepath.Join("..", "fixtures", filepath.FromSlash(pattern)))
-		imports = append(imports, paths...)
+		for _, p := range paths {
+			if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+				imports = append(imports, p)
+			}
+		}
 	}
 	n := 0
 	for _, p := range imports {

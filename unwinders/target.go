@@ -27,11 +27,11 @@ func (p Profile) String() string {
 // profile.
 func ProfileOf(cpu string) Profile {
 	switch normalizeCPU(cpu) {
-	case "cortex-m0", "cortex-m0plus", "cortex-m1":
+	case "cortex-m0", "cortex-m0plus", "cortex-m1", "armv6-m", "armv6s-m":
 		return V6M
-	case "cortex-m3", "cortex-m4", "cortex-m7":
+	case "cortex-m3", "cortex-m4", "cortex-m7", "armv7-m", "armv7e-m":
 		return V7M
-	case "cortex-m23", "cortex-m33", "cortex-m35p", "cortex-m55", "cortex-m85":
+	case "cortex-m23", "cortex-m33", "cortex-m35p", "cortex-m55", "cortex-m85", "armv8-m", "armv8-m.base", "armv8-m.main", "armv8.1-m.main":
 		return V8M
 	}
 	return ProfileUnknown
