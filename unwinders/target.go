@@ -23,8 +23,9 @@ func (p Profile) String() string {
 	return "unknown profile"
 }
 
-// ProfileOf maps a CPU name ("cortex-m4", "m4", "cortex-m0plus") to its
-// profile.
+// ProfileOf maps a CPU name ("cortex-m4", "m4", "cortex-m0plus") or an
+// architecture name ("armv7e-m", as dumps that do not know the core say)
+// to its profile.
 func ProfileOf(cpu string) Profile {
 	switch normalizeCPU(cpu) {
 	case "cortex-m0", "cortex-m0plus", "cortex-m1", "armv6-m", "armv6s-m":
