@@ -62,6 +62,7 @@ firmware-check: toolchain
 	$(MAKE) -C firmware-samples/regress check
 	$(MAKE) -C firmware-samples/matrix check
 	$(MAKE) -C firmware-samples/heap check
+	$(MAKE) -C firmware-samples/capture/recorder check
 	$(MAKE) -C firmware-samples/rtos-zephyr check
 	$(MAKE) -C firmware-samples/cxx check
 	$(MAKE) -C firmware-samples/rtos-freertos check

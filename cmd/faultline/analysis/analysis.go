@@ -42,6 +42,9 @@ type Report struct {
 	// Heap is the walk of the heaps found in the dump's RAM (newlib
 	// malloc, FreeRTOS heap_4): absent when the firmware has neither.
 	Heap []*heapwalk.Walk `json:"heap,omitempty"`
+	// Allocations is the device-side allocation recorder's table
+	// (fl_allocrec): absent when the firmware has none.
+	Allocations *AllocationsJSON `json:"allocations,omitempty"`
 
 	// Added fields (design.md, "Threads, gaps, pairing"): the ELF, whether
 	// it is the firmware that crashed, the registers and fault status
@@ -186,6 +189,7 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 	}
 	if elf != nil {
 		r.Heap = walkHeaps(elf, t, r)
+		r.Allocations = recordedAllocations(elf, t, r)
 	}
 	if r.Pairing != nil && r.Pairing.Verdict == PairMismatch {
 		for i := range r.Threads {

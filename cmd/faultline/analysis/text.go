@@ -56,6 +56,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "Stop: %s\n", r.Stop)
 	writeThreads(&b, r)
 	writeHeap(&b, r)
+	writeAllocations(&b, r)
 	if len(r.Warnings) > 0 {
 		b.WriteString("\nWarnings\n")
 		for _, wr := range r.Warnings {

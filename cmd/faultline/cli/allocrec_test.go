@@ -1,0 +1,288 @@
+package cli
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/faultline-dev/faultline/cmd/faultline/analysis"
+)
+
+// The device-side allocation recorder (firmware-samples/capture/
+// faultline_allocrec.c) round trip: the sample firmware of
+// firmware-samples/capture/recorder allocates at known sites, frees some
+// blocks, leaks the others and faults; the capture handler dumps RAM with
+// the recorder's table. analyze must name exactly the planted sites, in
+// the dump QEMU wrote (fixtures/allocrec, run-qemu.sh) and in the dump of
+// the same ELF run in faultline's emulator, and agree with `faultline
+// heap` (the emulator's own allocator tracking) on the live blocks.
+
+const recorderDir = "firmware-samples/capture/recorder"
+
+// recorderBuilds lists the recorder sample's ELFs.
+func recorderBuilds(t *testing.T) []string {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join(repo, recorderDir, "build", "*.elf"))
+	if len(m) < 4 {
+		t.Fatalf("recorder sample ELFs missing in %s/build (make -C %s): %q", recorderDir, recorderDir, m)
+	}
+	var out []string
+	for _, p := range m {
+		out = append(out, strings.TrimSuffix(filepath.Base(p), ".elf"))
+	}
+	return out
+}
+
+// plantedSite is one allocation site of the sample that keeps blocks live
+// at the crash: the function that calls the allocator, the source text of
+// the call (the oracle for its line: found in src/main.c, independent of
+// faultline's symbolizer) and the sizes of its live blocks.
+type plantedSite struct {
+	function string
+	call     string
+	sizes    []uint32
+}
+
+var plantedSites = []plantedSite{
+	{"frame_buffer_new", "fb = malloc(512);", []uint32{512}},
+	{"msg_new", "m = malloc(sizeof *m);", []uint32{44, 44, 44}},
+	{"table_grow", "g = realloc(t, n * sizeof *t);", []uint32{96}},
+	{"name_copy", "p = malloc(n);", []uint32{9}},
+}
+
+// sourceLine is the 1-based line of src/main.c that contains text.
+func sourceLine(t *testing.T, text string) int {
+	t.Helper()
+	f, err := os.Open(filepath.Join(repo, recorderDir, "src/main.c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		if strings.Contains(sc.Text(), text) {
+			return n
+		}
+	}
+	t.Fatalf("src/main.c has no line with %q", text)
+	return 0
+}
+
+// checkPlanted checks that the report's allocations are exactly the
+// planted sites, each at its source line, with the ret[0] frame exact.
+func checkPlanted(t *testing.T, r analysis.Report, what string) {
+	t.Helper()
+	a := r.Allocations
+	if a == nil {
+		t.Fatalf("%s: no allocations section", what)
+	}
+	if a.Error != "" || a.Layout != "DWARF" || a.Version != 1 || a.Dropped != 0 || a.UnknownFrees != 0 || !a.StackScan || len(a.Problems) != 0 || len(a.Notes) != 0 {
+		t.Errorf("%s: table %+v", what, *a)
+	}
+	for _, w := range r.Warnings {
+		if strings.Contains(w, "allocation recorder") || strings.Contains(w, "heap") {
+			t.Errorf("%s: warning %q", what, w)
+		}
+	}
+	got := map[string]analysis.AllocSiteJSON{}
+	var total uint64
+	for _, s := range a.Sites {
+		if _, dup := got[s.Function]; dup {
+			t.Errorf("%s: site %s twice", what, s.Function)
+		}
+		got[s.Function] = s
+		total += s.Bytes
+	}
+	var names []string
+	for n := range got {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var want []string
+	for _, p := range plantedSites {
+		want = append(want, p.function)
+	}
+	sort.Strings(want)
+	if !slices.Equal(names, want) {
+		t.Errorf("%s: sites %q, want exactly %q", what, names, want)
+	}
+	for _, p := range plantedSites {
+		s, ok := got[p.function]
+		if !ok {
+			continue
+		}
+		var sizes []uint32
+		for _, b := range s.List {
+			sizes = append(sizes, b.Size)
+		}
+		if !slices.Equal(sizes, p.sizes) || s.Blocks != len(p.sizes) {
+			t.Errorf("%s: %s has blocks %v, want %v", what, p.function, sizes, p.sizes)
+		}
+		if line := sourceLine(t, p.call); s.Line != line || !strings.HasSuffix(s.File, "src/main.c") {
+			t.Errorf("%s: %s at %s:%d, want src/main.c:%d (%s)", what, p.function, s.File, s.Line, line, p.call)
+		}
+		if len(s.Stack) < 2 || s.Stack[0].Method != "lr" || s.Stack[0].Confidence != "high" {
+			t.Errorf("%s: %s stack %+v", what, p.function, s.Stack)
+		}
+		for _, f := range s.Stack[1:] {
+			if f.Method != "stack-scan" || f.Confidence != "low" {
+				t.Errorf("%s: %s scanned frame %+v", what, p.function, f)
+			}
+		}
+	}
+	if a.LiveBytes != total || a.LiveBlocks != 6 || a.Count != 6 {
+		t.Errorf("%s: live %d bytes in %d blocks (count %d), sites hold %d", what, a.LiveBytes, a.LiveBlocks, a.Count, total)
+	}
+	if len(r.Heap) != 1 || r.Heap[0].Corrupt != "" || r.Heap[0].UsedBlocks != 6 {
+		t.Errorf("%s: heap walk %+v", what, r.Heap)
+	}
+}
+
+// siteBlocks is a report's blocks as "function address size" lines.
+func siteBlocks(r analysis.Report) []string {
+	var out []string
+	if r.Allocations == nil {
+		return nil
+	}
+	for _, s := range r.Allocations.Sites {
+		for _, b := range s.List {
+			out = append(out, fmt.Sprintf("%s %s %d", s.Function, b.Address, b.Size))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// stackPCs is the distinct PCs of a symbolized stack (inline levels share
+// their PC).
+func stackPCs(fs []analysis.FrameJSON) []string {
+	var out []string
+	for _, f := range fs {
+		if len(out) == 0 || out[len(out)-1] != f.PC {
+			out = append(out, f.PC)
+		}
+	}
+	return out
+}
+
+// TestAllocRecQEMUFixtures analyzes the dumps QEMU wrote.
+func TestAllocRecQEMUFixtures(t *testing.T) {
+	for _, b := range recorderBuilds(t) {
+		t.Run(b, func(t *testing.T) {
+			elf := filepath.Join(repo, recorderDir, "build", b+".elf")
+			dump := filepath.Join(repo, "fixtures/allocrec", b+".crashcatcher.hex")
+			r := captureAnalyze(t, elf, dump)
+			checkPlanted(t, r, "QEMU")
+			if fns := reportFunctions(r); len(fns) < 3 || fns[0] != "fault_now" || fns[1] != "process" || fns[2] != "main" {
+				t.Errorf("backtrace %q", fns)
+			}
+			stdout, _, code := run(t, "", "analyze", "--elf", elf, dump)
+			if code != 0 || !strings.Contains(stdout, "Allocations recorded on the device (fl_allocrec at 0x") ||
+				!strings.Contains(stdout, "132 bytes in 3 blocks allocated in msg_new (./src/main.c:") {
+				t.Errorf("text report (exit %d):\n%s", code, stdout)
+			}
+		})
+	}
+}
+
+// heapJSON is the part of faultline.heap/1 the round trip compares.
+type heapJSON struct {
+	LiveBytes  uint64 `json:"live_bytes"`
+	LiveBlocks int    `json:"live_blocks"`
+	Sites      []struct {
+		Bytes     uint64   `json:"bytes"`
+		Blocks    int      `json:"blocks"`
+		Addresses []string `json:"addresses"`
+		Frames    []struct {
+			PC       string `json:"pc"`
+			Function string `json:"function"`
+		} `json:"frames"`
+	} `json:"sites"`
+}
+
+// TestAllocRecEmulator runs each build in the emulator: analyze of the
+// emulator's dump at the fault names the same sites and blocks (the same
+// addresses: both runs are deterministic) as the QEMU dump, and `faultline
+// heap` on the same ELF tracks exactly the recorded live blocks, each
+// allocated at the recorded return address, with the same callers as the
+// recorder's stack scan found.
+func TestAllocRecEmulator(t *testing.T) {
+	skipWithoutEmulator(t)
+	dir := t.TempDir()
+	for _, b := range recorderBuilds(t) {
+		t.Run(b, func(t *testing.T) {
+			elf := filepath.Join(repo, recorderDir, "build", b+".elf")
+			harness := filepath.Join(dir, b+".json")
+			if stdout, stderr, code := run(t, "", "emulate", "--elf", elf, "-o", harness, "--max-insns", "1000000"); code != 0 {
+				t.Fatalf("emulate: exit %d\n%s\n%s", code, captureTail(stdout), stderr)
+			}
+			emu := captureAnalyze(t, elf, harness)
+			checkPlanted(t, emu, "emulator")
+			qemu := captureAnalyze(t, elf, filepath.Join(repo, "fixtures/allocrec", b+".crashcatcher.hex"))
+			if g, w := siteBlocks(emu), siteBlocks(qemu); !slices.Equal(g, w) {
+				t.Errorf("blocks differ:\n emulator %q\n QEMU     %q", g, w)
+			}
+
+			stdout, stderr, code := run(t, "", "heap", "--elf", elf, "--format", "json", "--max-insns", "1000000")
+			if code != 0 && code != 1 {
+				t.Fatalf("heap: exit %d: %s", code, stderr)
+			}
+			var h heapJSON
+			if err := json.Unmarshal([]byte(stdout), &h); err != nil {
+				t.Fatalf("heap JSON: %v\n%s", err, stdout)
+			}
+			a := emu.Allocations
+			if a == nil {
+				return
+			}
+			if h.LiveBytes != a.LiveBytes || h.LiveBlocks != a.LiveBlocks {
+				t.Errorf("heap: %d bytes in %d blocks live, the recorder %d in %d", h.LiveBytes, h.LiveBlocks, a.LiveBytes, a.LiveBlocks)
+			}
+			// Every block the tracker holds live, with its call stack
+			// from the allocator's caller out (frame 0 is the recorder's
+			// own C part, which called the real allocator), against the
+			// recorded block and its return addresses: ret[0] exact, the
+			// rest from the stack scan, which finds the same callers as
+			// the emulator's shadow stack in this sample (no stale return
+			// addresses on its stacks).
+			type block struct{ addr, stack string }
+			var tracked, recorded []block
+			for _, s := range h.Sites {
+				if len(s.Frames) < 2 || !strings.HasPrefix(s.Frames[0].Function, "fl_allocrec_") {
+					t.Errorf("heap site %+v: not allocated through the recorder", s)
+					continue
+				}
+				var pcs []string
+				for _, f := range s.Frames[1:] {
+					pcs = append(pcs, f.PC)
+				}
+				for _, ad := range s.Addresses {
+					tracked = append(tracked, block{ad, strings.Join(pcs, " ")})
+				}
+			}
+			for _, s := range a.Sites {
+				for _, bl := range s.List {
+					recorded = append(recorded, block{bl.Address, strings.Join(bl.Returns, " ")})
+					if len(bl.Returns) == 0 || bl.Returns[0] != s.Stack[0].PC {
+						t.Errorf("%s: block %s returns %q, the site's stack starts at %s", s.Function, bl.Address, bl.Returns, s.Stack[0].PC)
+					}
+				}
+				if got, want := stackPCs(s.Stack), s.List[0].Returns; !slices.Equal(got, want) {
+					t.Errorf("%s: the site's stack %q is not its largest block's return addresses %q", s.Function, got, want)
+				}
+			}
+			less := func(x, y block) int { return strings.Compare(x.addr+x.stack, y.addr+y.stack) }
+			slices.SortFunc(tracked, less)
+			slices.SortFunc(recorded, less)
+			if !slices.Equal(tracked, recorded) {
+				t.Errorf("live blocks (address, call stack):\n heap     %v\n recorder %v", tracked, recorded)
+			}
+		})
+	}
+}
