@@ -79,6 +79,21 @@ type Truth struct {
 	Source string       // what produced it: "emulator-shadow-stack", "qemu-gdb", ...
 	Frames []TruthFrame // faulting frame first
 	Stop   string       // why the true stack ends there, "" if not said
+	// Threads are the true stacks of the other threads of an RTOS (those
+	// switched out when the crash happened); the current thread's is
+	// Frames. Nil when the producer gives none.
+	Threads []ThreadTruth
+}
+
+// ThreadTruth is the true call stack of one switched-out thread. A thread
+// found in the dump (package rtos) is matched to it by its saved context:
+// the SP that context restores, which is the hardware exception frame's
+// address plus the frame.
+type ThreadTruth struct {
+	Frame  uint32       // address of the hardware exception frame the thread was switched out with
+	SP     uint32       // the thread's SP once that frame is unstacked
+	HasSP  bool         // SP is known
+	Frames []TruthFrame // innermost first, ending at the thread's entry function
 }
 
 // TruthFrame is one frame of a Truth.

@@ -24,7 +24,8 @@ import (
 //	  "fault":     {"cfsr": "0x8200", "hfsr": ..., ...},    optional; overrides the SCB bytes in memory
 //	  "memory":    [{"address": "0x20000000", "file": "ram.bin", "size": 65536},
 //	                {"address": "0xe000ed28", "hex": "00820000"}],
-//	  "truth":     {"source": "...", "frames": [...], "stop": "..."}  optional
+//	  "truth":     {"source": "...", "frames": [...], "stop": "...",  optional
+//	                "threads": [{"frame": "0x...", "sp": "0x...", "frames": [...]}]}  optional
 //	}
 //
 // Numbers are "0x" hex strings or JSON integers. A register or fault value
@@ -429,6 +430,19 @@ func (p *parser) truth(n node) (*Truth, error) {
 				t.Frames = append(t.Frames, f)
 			}
 			haveFrames = true
+		case "threads":
+			elems, err := p.elements(m.val)
+			if err != nil {
+				return nil, err
+			}
+			t.Threads = make([]ThreadTruth, 0, len(elems))
+			for _, e := range elems {
+				th, err := p.threadTruth(e)
+				if err != nil {
+					return nil, err
+				}
+				t.Threads = append(t.Threads, th)
+			}
 		}
 	}
 	if !haveSource {
@@ -438,6 +452,55 @@ func (p *parser) truth(n node) (*Truth, error) {
 		return nil, p.errf(node{path: n.field("frames"), off: -1}, "missing: want an array of frames")
 	}
 	return t, nil
+}
+
+// threadTruth decodes one element of truth.threads: "frame" (required),
+// "sp" and "frames" (required).
+func (p *parser) threadTruth(e node) (ThreadTruth, error) {
+	var th ThreadTruth
+	ms, err := p.members(e)
+	if err != nil {
+		return th, err
+	}
+	var haveFrame, haveFrames bool
+	for _, m := range ms {
+		switch m.key {
+		case "frame":
+			if th.Frame, err = p.u32(m.val); err != nil {
+				return th, err
+			}
+			haveFrame = true
+		case "sp":
+			if m.val.isNull() {
+				continue
+			}
+			if th.SP, err = p.u32(m.val); err != nil {
+				return th, err
+			}
+			th.HasSP = true
+		case "frames":
+			elems, err := p.elements(m.val)
+			if err != nil {
+				return th, err
+			}
+			th.Frames = make([]TruthFrame, 0, len(elems))
+			for _, fe := range elems {
+				f, err := p.truthFrame(fe)
+				if err != nil {
+					return th, err
+				}
+				th.Frames = append(th.Frames, f)
+			}
+			haveFrames = true
+		}
+	}
+	if !haveFrame {
+		return th, p.errf(node{path: e.field("frame"), off: -1}, "missing: want the address of the thread's exception frame")
+	}
+	if !haveFrames {
+		return th, p.errf(node{path: e.field("frames"), off: -1}, "missing: want an array of frames")
+	}
+	return th, nil
 }
 
 // truthFrame decodes one element of truth.frames.

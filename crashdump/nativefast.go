@@ -692,12 +692,53 @@ func (s *fastScanner) truth() (*Truth, bool) {
 				t.Frames = append(t.Frames, f)
 				return ok
 			})
+		case "threads":
+			t.Threads = []ThreadTruth{}
+			ok = s.array(func(int) bool {
+				th, ok := s.threadTruth()
+				t.Threads = append(t.Threads, th)
+				return ok
+			})
 		default:
 			ok = s.skip(0)
 		}
 		return ok
 	})
 	return t, ok && haveSource && haveFrames
+}
+
+// threadTruth scans one element of truth.threads (parser.threadTruth).
+func (s *fastScanner) threadTruth() (ThreadTruth, bool) {
+	var th ThreadTruth
+	var haveFrame, haveFrames bool
+	var keys keySet
+	ok := s.object(&keys, func(key []byte) bool {
+		var ok bool
+		var v uint64
+		switch string(key) {
+		case "frame":
+			v, ok = s.num(0xFFFFFFFF)
+			th.Frame, haveFrame = uint32(v), true
+		case "sp":
+			if s.peek() == 'n' {
+				return s.literal("null")
+			}
+			v, ok = s.num(0xFFFFFFFF)
+			th.SP, th.HasSP = uint32(v), true
+		case "frames":
+			haveFrames = true
+			th.Frames = []TruthFrame{}
+			ok = s.array(func(int) bool {
+				f, ok := s.truthFrame()
+				th.Frames = append(th.Frames, f)
+				return ok
+			})
+		default:
+			ok = s.skip(0)
+		}
+		return ok
+	})
+	return th, ok && haveFrame && haveFrames
 }
 
 // truthFrame scans one element of truth.frames (parser.truthFrame).

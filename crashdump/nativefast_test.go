@@ -254,6 +254,15 @@ func TestNativeFastCases(t *testing.T) {
 		head + `"memory": [{"address": 0, "file": "ram.bin", "size": 65}], "truth": 1}`,
 		head + `"memory": [{"address": 0, "file": "ram.bin"}], "truth": {"source": "x"}}`,
 		head + `"truth": {"source": "x", "frames": []}}`,
+		head + `"truth": {"source": "x", "frames": [], "threads": []}}`,
+		head + `"truth": {"source": "x", "frames": [], "threads": null}}`,
+		head + `"truth": {"source": "x", "frames": [], "threads": [{"frame": "0x20000660", "sp": "0x20000680", "frames": [{"pc": "0xaf8", "function": "f"}, {"pc": 3104}], "later": 1}]}}`,
+		head + `"truth": {"source": "x", "frames": [], "threads": [{"frame": 1, "sp": null, "frames": []}]}}`,
+		head + `"truth": {"source": "x", "frames": [], "threads": [{"sp": 1, "frames": []}]}}`,
+		head + `"truth": {"source": "x", "frames": [], "threads": [{"frame": 1}]}}`,
+		head + `"truth": {"source": "x", "frames": [], "threads": [{"frame": "0x100000000", "frames": []}]}}`,
+		head + `"truth": {"source": "x", "frames": [], "threads": [{"frame": 1, "frames": [{"kind": "odd"}]}]}}`,
+		head + `"truth": {"source": "x", "frames": [], "threads": [1]}}`,
 		head + `"truth": {"source": "x", "frames": null}}`,
 		head + `"truth": {"source": null, "frames": []}}`,
 		head + `"truth": {"frames": []}}`,
@@ -495,4 +504,38 @@ func TestManifestRefs(t *testing.T) {
 		checkManifestRefs(t, c, []byte(c))
 	}
 	t.Logf("%d of %d fixtures through the fast path", fast, len(inputs))
+}
+
+// A truth with threads (the emulator's switched-out RTOS threads) goes
+// through the writer and back unchanged, and names what is missing.
+func TestTruthThreadsRoundTrip(t *testing.T) {
+	d := &Dump{Format: FormatNative, CPU: "cortex-m4"}
+	d.Regs.Set(unwinders.PC, 0x60)
+	d.Truth = &Truth{Source: "emulator-shadow-stack", Frames: []TruthFrame{{PC: 0x60, HasPC: true, Function: "HardFault_Handler"}},
+		Threads: []ThreadTruth{
+			{Frame: 0x20000660, SP: 0x20000680, HasSP: true, Frames: []TruthFrame{{PC: 0xaf8, HasPC: true, Function: "rtk_exit_critical"}, {PC: 0xc3e, HasPC: true, Function: "deep_task"}}},
+			{Frame: 0x20000a40, Frames: []TruthFrame{}},
+		}}
+	var b bytes.Buffer
+	if err := d.WriteSelfContained(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `"threads": [`) || !strings.Contains(b.String(), `"frame": "0x20000660"`) {
+		t.Fatalf("manifest:\n%s", b.String())
+	}
+	got, err := parseNativePrecise(b.Bytes(), "m.json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Truth, d.Truth) {
+		t.Errorf("truth read back\n%+v\nwant\n%+v", got.Truth, d.Truth)
+	}
+	fast, ok := parseNativeFast(b.Bytes(), "m.json", nil, new(readLog))
+	if !ok || !reflect.DeepEqual(fast.Truth, d.Truth) {
+		t.Errorf("fast path ok=%v truth %+v", ok, fast)
+	}
+	_, err = parseNativePrecise([]byte(`{"schema": "faultline.dump/1", "registers": {"pc": 1}, "truth": {"source": "x", "frames": [], "threads": [{"frames": []}]}}`), "m.json", nil)
+	if err == nil || !strings.Contains(err.Error(), "truth.threads[0].frame") || !strings.Contains(err.Error(), "exception frame") {
+		t.Errorf("missing frame: %v", err)
+	}
 }

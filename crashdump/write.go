@@ -124,9 +124,15 @@ type (
 		Hex     string `json:"hex,omitempty"`
 	}
 	truthJSON struct {
-		Source string           `json:"source"`
+		Source  string            `json:"source"`
+		Frames  []truthFrameJSON  `json:"frames"`
+		Stop    string            `json:"stop,omitempty"`
+		Threads []threadTruthJSON `json:"threads,omitempty"`
+	}
+	threadTruthJSON struct {
+		Frame  string           `json:"frame"`
+		SP     string           `json:"sp,omitempty"`
 		Frames []truthFrameJSON `json:"frames"`
-		Stop   string           `json:"stop,omitempty"`
 	}
 	truthFrameJSON struct {
 		PC       string `json:"pc,omitempty"`
@@ -197,19 +203,20 @@ func (d *Dump) encode(base string, maxHex int) ([]byte, []outFile, error) {
 		}
 	}
 	if t := d.Truth; t != nil {
-		tj := &truthJSON{Source: t.Source, Stop: t.Stop, Frames: []truthFrameJSON{}}
-		for i, f := range t.Frames {
-			if f.Kind != "" && f.Kind != "exception" {
-				return nil, nil, fmt.Errorf("truth frame %d: kind %q: want \"\" or \"exception\"", i, f.Kind)
+		tj := &truthJSON{Source: t.Source, Stop: t.Stop}
+		var err error
+		if tj.Frames, err = truthFramesJSON("truth frame", t.Frames); err != nil {
+			return nil, nil, err
+		}
+		for i, th := range t.Threads {
+			thj := threadTruthJSON{Frame: hex32(th.Frame)}
+			if th.HasSP {
+				thj.SP = hex32(th.SP)
 			}
-			if f.Line < 0 || f.Line > 1<<31-1 {
-				return nil, nil, fmt.Errorf("truth frame %d: line %d out of range", i, f.Line)
+			if thj.Frames, err = truthFramesJSON(fmt.Sprintf("truth thread %d: frame", i), th.Frames); err != nil {
+				return nil, nil, err
 			}
-			fj := truthFrameJSON{Function: f.Function, Kind: f.Kind, File: f.File, Line: f.Line}
-			if f.HasPC {
-				fj.PC = hex32(f.PC)
-			}
-			tj.Frames = append(tj.Frames, fj)
+			tj.Threads = append(tj.Threads, thj)
 		}
 		m.Truth = tj
 	}
@@ -289,4 +296,24 @@ func writeTemp(path string, data []byte) (string, error) {
 		return "", err
 	}
 	return tmp, nil
+}
+
+// truthFramesJSON converts truth frames for the manifest; what names the
+// list in errors ("truth frame").
+func truthFramesJSON(what string, frames []TruthFrame) ([]truthFrameJSON, error) {
+	out := []truthFrameJSON{}
+	for i, f := range frames {
+		if f.Kind != "" && f.Kind != "exception" {
+			return nil, fmt.Errorf("%s %d: kind %q: want \"\" or \"exception\"", what, i, f.Kind)
+		}
+		if f.Line < 0 || f.Line > 1<<31-1 {
+			return nil, fmt.Errorf("%s %d: line %d out of range", what, i, f.Line)
+		}
+		fj := truthFrameJSON{Function: f.Function, Kind: f.Kind, File: f.File, Line: f.Line}
+		if f.HasPC {
+			fj.PC = hex32(f.PC)
+		}
+		out = append(out, fj)
+	}
+	return out, nil
 }

@@ -241,6 +241,20 @@ type TruthFrame struct {
 	SP uint32
 }
 
+// ThreadTruth is the true call stack of a thread that was switched out:
+// execution left it through an exception that returned to another thread.
+type ThreadTruth struct {
+	// Frame is the address of the hardware exception frame the thread was
+	// switched out with (and will be resumed from).
+	Frame uint32
+	// SP is the thread's stack pointer once that frame is unstacked: its
+	// SP where it was interrupted, which its saved context restores.
+	SP uint32
+	// Frames are innermost first: the interrupted PC, then return
+	// addresses, ending at the thread's entry function.
+	Frames []TruthFrame
+}
+
 // Result is the state at the first instruction of the fault handler.
 type Result struct {
 	CPU       string
@@ -260,6 +274,9 @@ type Result struct {
 	// TruthTruncated is set when calls were dropped because the shadow
 	// stack was full.
 	TruthTruncated bool
+	// Threads are the true stacks of the threads an RTOS had switched out
+	// (threads.go), by frame address; the current thread's is Truth.
+	Threads []ThreadTruth
 	// Insns is the number of guest instructions executed.
 	Insns uint64
 	// SCS holds snapshots of the System Control Space blocks a dump needs:

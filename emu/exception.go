@@ -502,6 +502,7 @@ func (m *machine) result(cause Cause) (*Result, error) {
 	if !m.cfg.NoTruth {
 		res.Truth = m.truth(g.PC, g.SP, g.XPSR&0x1ff == 0 && g.CONTROL&controlSP != 0)
 		res.TruthTruncated = m.tr.Dropped() > 0
+		res.Threads = m.threadTruths()
 	}
 	return res, nil
 }
@@ -524,16 +525,22 @@ func (m *machine) result(cause Cause) (*Result, error) {
 // drops them at each call (uc.Tracker.Prune): the innermost level as seen
 // from pc and sp, each interrupted level from its interrupted PC and SP.
 func (m *machine) truth(pc, sp uint32, psp bool) []TruthFrame {
+	return m.truthFrames(pc, m.liveFrames(m.tr.Frames(), pc, sp, psp), m.excReturns)
+}
+
+// truthFrames turns the live shadow stack sh (outermost first) of code at
+// pc into frames, innermost first; excReturns are the EXC_RETURN values of
+// sh's exception levels, innermost last.
+func (m *machine) truthFrames(pc uint32, sh []uc.ShadowFrame, excReturns []uint32) []TruthFrame {
 	out := []TruthFrame{{PC: pc, Function: m.img.funcAt(pc)}}
-	sh := m.liveFrames(m.tr.Frames(), pc, sp, psp)
-	level := len(m.excReturns)
+	level := len(excReturns)
 	inner := pc // the code of the frame inside the one being looked at
 	for i := len(sh) - 1; i >= 0; i-- {
 		f := sh[i]
 		if f.Exception != 0 {
 			ex := TruthFrame{Kind: FrameException, Exception: f.Exception, SP: f.SP}
 			if level > 0 {
-				ex.ExcReturn = m.excReturns[level-1]
+				ex.ExcReturn = excReturns[level-1]
 				level--
 			}
 			out = append(out, ex, TruthFrame{PC: f.Return, Function: m.img.funcAt(f.Return), SP: f.SP})

@@ -1,6 +1,11 @@
 package emu
 
-import "github.com/faultline-dev/faultline/emu/uc"
+import (
+	"cmp"
+	"slices"
+
+	"github.com/faultline-dev/faultline/emu/uc"
+)
 
 // One shadow stack per thread.
 //
@@ -29,7 +34,19 @@ import "github.com/faultline-dev/faultline/emu/uc"
 // it holds because an RTOS resumes a thread exactly at the frame address it
 // was suspended with. A handler that returns to Thread mode on the same
 // frame it was entered with (every non-switching exception) pops normally.
-type threadStacks map[uint32][]uc.ShadowFrame
+//
+// At a fault, every thread put aside on the process stack is part of the
+// result (Result.Threads): its true stack is the marker's interrupted PC
+// followed by its calls, built as the current stack's truth is.
+type threadStacks map[uint32]suspendedThread
+
+// suspendedThread is one thread put aside: the exception marker it was
+// switched out with (interrupted PC and SP, which stack) and its calls,
+// outermost first.
+type suspendedThread struct {
+	marker uc.ShadowFrame
+	calls  []uc.ShadowFrame
+}
 
 func (t threadStacks) clone() threadStacks {
 	if t == nil {
@@ -37,8 +54,26 @@ func (t threadStacks) clone() threadStacks {
 	}
 	out := make(threadStacks, len(t))
 	for k, v := range t {
-		out[k] = append([]uc.ShadowFrame(nil), v...)
+		out[k] = suspendedThread{marker: v.marker, calls: append([]uc.ShadowFrame(nil), v.calls...)}
 	}
+	return out
+}
+
+// threadTruths returns the true stacks of the threads put aside on the
+// process stack, by frame address. Stacks put aside on the main stack
+// (the code that started the first thread through SVCall) are no thread
+// of the RTOS and are left out.
+func (m *machine) threadTruths() []ThreadTruth {
+	var out []ThreadTruth
+	for frame, s := range m.threadStacks {
+		if !s.marker.PSP {
+			continue
+		}
+		pc, sp := s.marker.Return, s.marker.InterruptedSP
+		live := s.calls[:m.tr.Prune(s.calls, pc, sp, true)]
+		out = append(out, ThreadTruth{Frame: frame, SP: sp, Frames: m.truthFrames(pc, live, nil)})
+	}
+	slices.SortFunc(out, func(a, b ThreadTruth) int { return cmp.Compare(a.Frame, b.Frame) })
 	return out
 }
 
@@ -66,8 +101,8 @@ func (m *machine) popException(frame, ret uint32, toThread bool) {
 			if m.threadStacks == nil {
 				m.threadStacks = threadStacks{}
 			}
-			m.threadStacks[fs[top].SP] = append([]uc.ShadowFrame(nil), fs[:top]...)
-			next := m.threadStacks[frame]
+			m.threadStacks[fs[top].SP] = suspendedThread{marker: fs[top], calls: append([]uc.ShadowFrame(nil), fs[:top]...)}
+			next := m.threadStacks[frame].calls
 			delete(m.threadStacks, frame)
 			m.tr.SwitchStack(next)
 			m.tr.SkipStep(ret)

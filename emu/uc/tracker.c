@@ -137,6 +137,18 @@ uint32_t fl_prune(const fl_tracker *t, const fl_frame *s, uint32_t base, uint32_
 	return depth;
 }
 
+// bl_to_next reports whether the instruction ending at end is BL with
+// offset 0 (T1: f000 f800), a call to the very next instruction: a
+// compiler places a function right after a noreturn call to another, and
+// a call from the first to the second then "falls through". Only looked
+// at when a block ending in a call is followed by its fall-through (rare),
+// which is otherwise a BLX skipped by its IT condition.
+static int bl_to_next(fl_tracker *t, uint32_t end) {
+	uint8_t b[4];
+	return end >= 4 && uc_mem_read(t->uc, end - 4, b, 4) == UC_ERR_OK &&
+	       b[0] == 0x00 && b[1] == 0xf0 && b[2] == 0x00 && b[3] == 0xf8;
+}
+
 // shadow_step is the shadow-stack step for a block starting at addr.
 static void shadow_step(fl_tracker *t, uint32_t addr) {
 	if (t->skip_valid) {
@@ -145,7 +157,7 @@ static void shadow_step(fl_tracker *t, uint32_t addr) {
 			return;
 		}
 	}
-	if (t->prev_call && addr != t->prev_end) {
+	if (t->prev_call && (addr != t->prev_end || bl_to_next(t, addr))) {
 		uint32_t sp = read_sp(t);
 		uint32_t psp = 0;
 		if (t->base == 0) {

@@ -59,6 +59,13 @@ func Dump(res *emu.Result) *crashdump.Dump {
 			}
 			t.Frames = append(t.Frames, tf)
 		}
+		for _, th := range res.Threads {
+			tt := crashdump.ThreadTruth{Frame: th.Frame, SP: th.SP, HasSP: true, Frames: []crashdump.TruthFrame{}}
+			for _, f := range th.Frames {
+				tt.Frames = append(tt.Frames, crashdump.TruthFrame{PC: f.PC, HasPC: true, Function: f.Function})
+			}
+			t.Threads = append(t.Threads, tt)
+		}
 		if res.TruthTruncated {
 			t.Stop = "the shadow call stack overflowed: outer frames are missing"
 		}
