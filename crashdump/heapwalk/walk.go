@@ -15,6 +15,11 @@
 //     (__malloc_sbrk_base) to the top chunk, top = __malloc_av_[2] (the
 //     forward link of bin 0), whose size covers the rest of the arena
 //     (__malloc_current_mallinfo.arena bytes from the start).
+//     The free chunks other than top are kept in 127 circular doubly
+//     linked bins: bin i's head is the pseudo-chunk at __malloc_av_ + 8*i
+//     (its fd and bk are __malloc_av_[2i+2] and [2i+3]), a free chunk's fd
+//     and bk are the two words after its size; an empty bin points at
+//     itself both ways.
 //   - heap_4: ucHeap holds blocks that start with a BlockLink_t
 //     {pxNextFreeBlock, xBlockSize}; the top bit of xBlockSize marks an
 //     allocated block; the blocks run from the 8-aligned start of ucHeap
@@ -26,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/faultline-dev/faultline/unwinders"
 )
@@ -182,6 +188,9 @@ func Newlib(mem unwinders.Memory, sym Symbols) *Walk {
 		return w.corrupt("the chunks end at 0x%08x, not at the top chunk 0x%08x", c, top)
 	}
 	w.add(Block{Addr: top, Ptr: top + 8, Size: topSize})
+	if bad := newlibBins(mem, av, w); bad != nil {
+		return bad
+	}
 	if mi, ok := sym("__malloc_current_mallinfo"); ok {
 		if arena, err := word(mem, mi); err == nil && arena != 0 && arena != w.End-base {
 			w.Notes = append(w.Notes, fmt.Sprintf("mallinfo.arena is %d bytes, the chunks cover %d", arena, w.End-base))
@@ -207,7 +216,7 @@ func Heap4(mem unwinders.Memory, sym Symbols) *Walk {
 	start := (heap + 7) &^ 7
 	w.Start, w.End = start, end
 	if end < start || end-start > 1<<30 {
-		return w.corrupt("pxEnd 0x%08x is not after the start of ucHeap 0x%08x", end, start)
+		return w.corrupt("pxEnd 0x%08x is not within 1 GiB after the start of ucHeap 0x%08x", end, start)
 	}
 	const used = uint32(1) << 31
 	var free []uint32
@@ -239,6 +248,9 @@ func Heap4(mem unwinders.Memory, sym Symbols) *Walk {
 		at, err := word(mem, xs)
 		for i := 0; err == nil && at != end; i++ {
 			if i >= len(free) || at != free[i] {
+				if slices.Contains(free[:min(i, len(free))], at) {
+					return w.corrupt("the free list from xStart comes back to 0x%08x (a cycle)", at)
+				}
 				return w.corrupt("the free list from xStart reaches 0x%08x, which is not the next free block", at)
 			}
 			at, err = word(mem, at)
@@ -254,4 +266,63 @@ func Heap4(mem unwinders.Memory, sym Symbols) *Walk {
 	}
 	w.finish()
 	return w
+}
+
+// newlibBins follows the free lists of bins 1..127 and checks that they
+// link exactly the free chunks the walk found (top excluded), each once,
+// with consistent back links. Bounded: a chunk met twice stops the check,
+// so it reads at most the free chunks plus the 127 heads.
+func newlibBins(mem unwinders.Memory, av uint32, w *Walk) *Walk {
+	free := map[uint32]bool{}
+	for _, b := range w.Blocks[:len(w.Blocks)-1] { // top is last
+		if !b.Used {
+			free[b.Addr] = true
+		}
+	}
+	linked := map[uint32]bool{}
+	for i := uint32(1); i < 128; i++ {
+		head := av + 8*i
+		p, err := word(mem, head+8)
+		if err != nil {
+			return w.unreadable("the head of free list %d at 0x%08x (%v)", i, head, err)
+		}
+		prev := head
+		for p != head {
+			switch {
+			case linked[p]:
+				return w.corrupt("free chunk 0x%08x is linked twice in the free lists (bin %d reaches it again: a cycle, or a chunk freed twice)", p, i)
+			case !free[p]:
+				what := "which is not a free chunk of the walk"
+				if p < w.Start || p >= w.End {
+					what = "outside the heap"
+				}
+				return w.corrupt("free list %d (head 0x%08x) links to 0x%08x, %s", i, head, p, what)
+			}
+			linked[p] = true
+			bk, err := word(mem, p+12)
+			if err != nil {
+				return w.unreadable("free chunk 0x%08x: its links (%v)", p, err)
+			}
+			if bk != prev {
+				return w.corrupt("free chunk 0x%08x in list %d: its back link is 0x%08x, not the chunk before it 0x%08x", p, i, bk, prev)
+			}
+			prev = p
+			if p, err = word(mem, p+8); err != nil {
+				return w.unreadable("free chunk 0x%08x: its links (%v)", prev, err)
+			}
+		}
+		if bk, err := word(mem, head+12); err == nil && bk != prev {
+			return w.corrupt("free list %d (head 0x%08x) ends at 0x%08x, but the head's back link is 0x%08x", i, head, prev, bk)
+		}
+	}
+	for _, b := range w.Blocks {
+		if !b.Used && b.Addr != w.Blocks[len(w.Blocks)-1].Addr && !linked[b.Addr] {
+			w.Notes = append(w.Notes, fmt.Sprintf("free chunk 0x%08x (%d bytes) is in no free list", b.Addr, b.Size))
+			if len(w.Notes) > 8 {
+				w.Notes = append(w.Notes, "(more free chunks outside the free lists not listed)")
+				break
+			}
+		}
+	}
+	return nil
 }
