@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/faultline-dev/faultline/cmd/faultline/analysis"
+	"github.com/faultline-dev/faultline/emu"
+	"github.com/faultline-dev/faultline/emu/uc"
 )
 
 // The device-side allocation recorder (firmware-samples/capture/
@@ -284,5 +287,129 @@ func TestAllocRecEmulator(t *testing.T) {
 				t.Errorf("live blocks (address, call stack):\n heap     %v\n recorder %v", tracked, recorded)
 			}
 		})
+	}
+}
+
+// costProbe counts the guest instructions each recorder wrapper runs
+// outside the real allocator it calls: from the wrapper's entry to the
+// real function's entry, plus from the real function's return to the
+// wrapper's return to its caller (instruction counts are per translated
+// block, so each figure is exact to a block).
+type costProbe struct {
+	wrap, real map[uint32]string
+	open       []costCall
+	costs      map[string][]uint64 // the recorder's own instructions
+	inner      map[string][]uint64 // the real allocator's
+	err        error
+}
+
+type costCall struct {
+	fn            string
+	ret, realRet  uint32
+	a, b, c       uint64
+	inReal, outOK bool
+}
+
+func (p *costProbe) Start(r *emu.ProbeRun) error {
+	p.wrap, p.real, p.costs, p.inner = map[uint32]string{}, map[uint32]string{}, map[string][]uint64{}, map[string][]uint64{}
+	if err := r.Attach(0, 0); err != nil {
+		return err
+	}
+	for _, n := range []string{"malloc", "free", "calloc", "realloc"} {
+		for name, m := range map[string]map[uint32]string{"__wrap_" + n: p.wrap, n: p.real} {
+			addr, _, fn, ok := r.Symbol(name)
+			if !ok || !fn {
+				return fmt.Errorf("no function %s", name)
+			}
+			m[addr&^1] = n
+			if err := r.Watch(addr&^1, true); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// watchReturn watches a return address; inner says it returns from the
+// real allocator (whose own calls are skipped until then).
+func (p *costProbe) watchReturn(r *emu.ProbeRun, ret uint32, inner bool) {
+	if err := r.Watch(ret, true); err != nil && p.err == nil {
+		p.err = err
+	}
+	if inner {
+		r.ExpectReturn(ret, r.Reg(uc.RegSP), true)
+	}
+}
+
+func (p *costProbe) Block(r *emu.ProbeRun, addr uint32) {
+	n := len(p.open)
+	switch {
+	case p.wrap[addr] != "":
+		c := costCall{fn: p.wrap[addr], ret: r.Reg(uc.RegLR) &^ 1, a: r.Insns()}
+		p.open = append(p.open, c)
+		p.watchReturn(r, c.ret, false)
+	case p.real[addr] != "" && n > 0 && !p.open[n-1].inReal:
+		c := &p.open[n-1]
+		c.inReal, c.b, c.realRet = true, r.Insns(), r.Reg(uc.RegLR)&^1
+		p.watchReturn(r, c.realRet, true)
+	case n > 0 && p.open[n-1].inReal && !p.open[n-1].outOK && addr == p.open[n-1].realRet:
+		p.open[n-1].c, p.open[n-1].outOK = r.Insns(), true
+		r.Inside(false)
+		if addr == p.open[n-1].ret {
+			p.done(r) // the C part tail-called the real function
+		}
+	case n > 0 && p.open[n-1].outOK && addr == p.open[n-1].ret:
+		p.done(r)
+	}
+}
+
+// done ends the innermost call at its return to the caller.
+func (p *costProbe) done(r *emu.ProbeRun) {
+	n := len(p.open)
+	c := p.open[n-1]
+	p.costs[c.fn] = append(p.costs[c.fn], (c.b-c.a)+(r.Insns()-c.c))
+	p.inner[c.fn] = append(p.inner[c.fn], c.c-c.b)
+	p.open = p.open[:n-1]
+}
+
+func (p *costProbe) Access(*emu.ProbeRun, emu.ProbeAccess) {}
+func (p *costProbe) Checkpoint()                           {}
+func (p *costProbe) Restore(*emu.ProbeRun) error           { return nil }
+
+// TestAllocRecCost measures what the recorder adds to each allocator call
+// in the sample (guest instructions, from the emulator): the table update,
+// and for allocations the bounded stack scan. It fails if a call costs
+// more than the scan's bound allows (FL_ALLOCREC_SCAN_WORDS = 96 words at
+// most 12 instructions each, plus 200 for the rest), so a change that
+// makes the scan unbounded shows.
+func TestAllocRecCost(t *testing.T) {
+	skipWithoutEmulator(t)
+	for _, b := range recorderBuilds(t) {
+		p := &costProbe{}
+		_, err := emu.Run(context.Background(), emu.Config{ELF: filepath.Join(repo, recorderDir, "build", b+".elf"), Probe: p})
+		if err != nil || p.err != nil {
+			t.Fatalf("%s: %v %v", b, err, p.err)
+		}
+		var parts []string
+		for _, fn := range []string{"malloc", "calloc", "realloc", "free"} {
+			cs := p.costs[fn]
+			if len(cs) == 0 {
+				t.Errorf("%s: no %s call measured", b, fn)
+				continue
+			}
+			lo, hi, sum := cs[0], cs[0], uint64(0)
+			for _, c := range cs {
+				lo, hi, sum = min(lo, c), max(hi, c), sum+c
+				if c > 96*12+200 {
+					t.Errorf("%s: a %s call cost %d instructions in the recorder", b, fn, c)
+				}
+			}
+			var real uint64
+			for _, c := range p.inner[fn] {
+				real += c
+			}
+			parts = append(parts, fmt.Sprintf("%s x%d: %d-%d (mean %d; the real %s's mean %d)", fn, len(cs), lo, hi, sum/uint64(len(cs)), fn, real/uint64(len(cs))))
+		}
+		t.Logf("%s: instructions the recorder adds per call: %s", b, strings.Join(parts, "; "))
 	}
 }
