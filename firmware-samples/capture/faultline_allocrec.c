@@ -215,6 +215,30 @@ static int forget(void *p)
 	return found;
 }
 
+void fl_allocrec_retag(void *p, uint32_t size, uint32_t sp, uint32_t lr)
+{
+	struct fl_allocrec_entry e;
+	uint32_t a = (uint32_t)(uintptr_t)p;
+	fill(&e, p, size, sp, lr);
+	uint32_t m = irq_save();
+	struct fl_allocrec_header *h = &fl_allocrec.h;
+	uint32_t n = h->count <= FL_ALLOCREC_ENTRIES ? h->count : FL_ALLOCREC_ENTRIES;
+	/* Newest first: the entry was appended by the malloc just before. */
+	for (uint32_t i = n; i > 0; i--) {
+		if (fl_allocrec.entries[i - 1].addr == a) {
+			fl_allocrec.entries[i - 1] = e;
+			irq_restore(m);
+			return;
+		}
+	}
+	/* Not recorded by the malloc inside: a full table (already counted in
+	 * dropped), or an operator new that does not use malloc. */
+	int full = n >= FL_ALLOCREC_ENTRIES;
+	irq_restore(m);
+	if (!full)
+		add(&e);
+}
+
 void *fl_allocrec_malloc(size_t n, uint32_t sp, uint32_t lr)
 {
 	void *p = __real_malloc(n);

@@ -7,6 +7,11 @@
  *
  *   -Wl,--wrap=malloc -Wl,--wrap=free -Wl,--wrap=calloc -Wl,--wrap=realloc
  *
+ * and, for C++, faultline_allocrec_cxx.cpp with -Wl,--wrap=_Znwj
+ * -Wl,--wrap=_Znaj -Wl,--wrap=_ZnwjRKSt9nothrow_t
+ * -Wl,--wrap=_ZnajRKSt9nothrow_t (operator new, new[] and their nothrow
+ * forms: the block then names the caller of new, not operator new).
+ *
  * The table lives in RAM under the symbol `fl_allocrec`; when the capture
  * handler (or a debugger) dumps that RAM, `faultline analyze --elf FW.elf
  * DUMP` finds the table by its symbol, checks it and names the call sites
@@ -88,6 +93,15 @@ struct fl_allocrec {
 
 /* The table (in .data: valid from reset, before the first allocation). */
 extern struct fl_allocrec fl_allocrec;
+
+/*
+ * For faultline_allocrec_cxx.cpp (C++ operator new): give the entry of
+ * block p, which the wrapped malloc inside operator new recorded with
+ * ret[0] inside operator new, the return addresses of operator new's
+ * caller (SP and LR as they were at that call); record it anew if the
+ * table does not hold it.
+ */
+void fl_allocrec_retag(void *p, uint32_t size, uint32_t sp, uint32_t lr);
 
 /*
  * Text bounds for the stack scan: define these two symbols (linker script,

@@ -32,7 +32,7 @@ const recorderDir = "firmware-samples/capture/recorder"
 func recorderBuilds(t *testing.T) []string {
 	t.Helper()
 	m, _ := filepath.Glob(filepath.Join(repo, recorderDir, "build", "*.elf"))
-	if len(m) < 4 {
+	if len(m) < 6 {
 		t.Fatalf("recorder sample ELFs missing in %s/build (make -C %s): %q", recorderDir, recorderDir, m)
 	}
 	var out []string
@@ -44,25 +44,38 @@ func recorderBuilds(t *testing.T) []string {
 
 // plantedSite is one allocation site of the sample that keeps blocks live
 // at the crash: the function that calls the allocator, the source text of
-// the call (the oracle for its line: found in src/main.c, independent of
-// faultline's symbolizer) and the sizes of its live blocks.
+// the call (the oracle for its line: found in the source file,
+// independent of faultline's symbolizer) and the sizes of its live blocks.
 type plantedSite struct {
 	function string
 	call     string
 	sizes    []uint32
 }
 
-var plantedSites = []plantedSite{
-	{"frame_buffer_new", "fb = malloc(512);", []uint32{512}},
-	{"msg_new", "m = malloc(sizeof *m);", []uint32{44, 44, 44}},
-	{"table_grow", "g = realloc(t, n * sizeof *t);", []uint32{96}},
-	{"name_copy", "p = malloc(n);", []uint32{9}},
+// planted is what a build of the sample leaves live: its source file and
+// sites. The -cxx builds run src/main_cxx.cpp (operator new, new[], the
+// nothrow new and malloc from C++), the others src/main.c.
+func planted(build string) (string, []plantedSite) {
+	if strings.HasSuffix(build, "-cxx") {
+		return "src/main_cxx.cpp", []plantedSite{
+			{"make_buffer", "b = new uint8_t[n];", []uint32{300}},
+			{"make_widget", "w = new Widget;", []uint32{40, 40}},
+			{"raw_copy", "p = static_cast<char *>(std::malloc(20));", []uint32{20}},
+			{"try_sample", "s = new (std::nothrow) Sample;", []uint32{16}},
+		}
+	}
+	return "src/main.c", []plantedSite{
+		{"frame_buffer_new", "fb = malloc(512);", []uint32{512}},
+		{"msg_new", "m = malloc(sizeof *m);", []uint32{44, 44, 44}},
+		{"table_grow", "g = realloc(t, n * sizeof *t);", []uint32{96}},
+		{"name_copy", "p = malloc(n);", []uint32{9}},
+	}
 }
 
-// sourceLine is the 1-based line of src/main.c that contains text.
-func sourceLine(t *testing.T, text string) int {
+// sourceLine is the 1-based line of the sample's file that contains text.
+func sourceLine(t *testing.T, file, text string) int {
 	t.Helper()
-	f, err := os.Open(filepath.Join(repo, recorderDir, "src/main.c"))
+	f, err := os.Open(filepath.Join(repo, recorderDir, file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,14 +86,25 @@ func sourceLine(t *testing.T, text string) int {
 			return n
 		}
 	}
-	t.Fatalf("src/main.c has no line with %q", text)
+	t.Fatalf("%s has no line with %q", file, text)
 	return 0
+}
+
+// baseName is a function name without its C++ parameter list.
+func baseName(fn string) string {
+	name, _, _ := strings.Cut(fn, "(")
+	return name
 }
 
 // checkPlanted checks that the report's allocations are exactly the
 // planted sites, each at its source line, with the ret[0] frame exact.
-func checkPlanted(t *testing.T, r analysis.Report, what string) {
+func checkPlanted(t *testing.T, build string, r analysis.Report, what string) {
 	t.Helper()
+	file, sites := planted(build)
+	blocks := 0
+	for _, p := range sites {
+		blocks += len(p.sizes)
+	}
 	a := r.Allocations
 	if a == nil {
 		t.Fatalf("%s: no allocations section", what)
@@ -96,10 +120,10 @@ func checkPlanted(t *testing.T, r analysis.Report, what string) {
 	got := map[string]analysis.AllocSiteJSON{}
 	var total uint64
 	for _, s := range a.Sites {
-		if _, dup := got[s.Function]; dup {
+		if _, dup := got[baseName(s.Function)]; dup {
 			t.Errorf("%s: site %s twice", what, s.Function)
 		}
-		got[s.Function] = s
+		got[baseName(s.Function)] = s
 		total += s.Bytes
 	}
 	var names []string
@@ -108,14 +132,14 @@ func checkPlanted(t *testing.T, r analysis.Report, what string) {
 	}
 	sort.Strings(names)
 	var want []string
-	for _, p := range plantedSites {
+	for _, p := range sites {
 		want = append(want, p.function)
 	}
 	sort.Strings(want)
 	if !slices.Equal(names, want) {
 		t.Errorf("%s: sites %q, want exactly %q", what, names, want)
 	}
-	for _, p := range plantedSites {
+	for _, p := range sites {
 		s, ok := got[p.function]
 		if !ok {
 			continue
@@ -127,8 +151,8 @@ func checkPlanted(t *testing.T, r analysis.Report, what string) {
 		if !slices.Equal(sizes, p.sizes) || s.Blocks != len(p.sizes) {
 			t.Errorf("%s: %s has blocks %v, want %v", what, p.function, sizes, p.sizes)
 		}
-		if line := sourceLine(t, p.call); s.Line != line || !strings.HasSuffix(s.File, "src/main.c") {
-			t.Errorf("%s: %s at %s:%d, want src/main.c:%d (%s)", what, p.function, s.File, s.Line, line, p.call)
+		if line := sourceLine(t, file, p.call); s.Line != line || !strings.HasSuffix(s.File, file) {
+			t.Errorf("%s: %s at %s:%d, want %s:%d (%s)", what, p.function, s.File, s.Line, file, line, p.call)
 		}
 		if len(s.Stack) < 2 || s.Stack[0].Method != "lr" || s.Stack[0].Confidence != "high" {
 			t.Errorf("%s: %s stack %+v", what, p.function, s.Stack)
@@ -139,10 +163,10 @@ func checkPlanted(t *testing.T, r analysis.Report, what string) {
 			}
 		}
 	}
-	if a.LiveBytes != total || a.LiveBlocks != 6 || a.Count != 6 {
+	if a.LiveBytes != total || a.LiveBlocks != blocks || a.Count != blocks {
 		t.Errorf("%s: live %d bytes in %d blocks (count %d), sites hold %d", what, a.LiveBytes, a.LiveBlocks, a.Count, total)
 	}
-	if len(r.Heap) != 1 || r.Heap[0].Corrupt != "" || r.Heap[0].UsedBlocks != 6 {
+	if len(r.Heap) != 1 || r.Heap[0].Corrupt != "" || len(r.Heap[0].Notes) != 0 || r.Heap[0].UsedBlocks != blocks {
 		t.Errorf("%s: heap walk %+v", what, r.Heap)
 	}
 }
@@ -181,13 +205,16 @@ func TestAllocRecQEMUFixtures(t *testing.T) {
 			elf := filepath.Join(repo, recorderDir, "build", b+".elf")
 			dump := filepath.Join(repo, "fixtures/allocrec", b+".crashcatcher.hex")
 			r := captureAnalyze(t, elf, dump)
-			checkPlanted(t, r, "QEMU")
+			checkPlanted(t, b, r, "QEMU")
 			if fns := reportFunctions(r); len(fns) < 3 || fns[0] != "fault_now" || fns[1] != "process" || fns[2] != "main" {
 				t.Errorf("backtrace %q", fns)
 			}
 			stdout, _, code := run(t, "", "analyze", "--elf", elf, dump)
-			if code != 0 || !strings.Contains(stdout, "Allocations recorded on the device (fl_allocrec at 0x") ||
-				!strings.Contains(stdout, "132 bytes in 3 blocks allocated in msg_new (./src/main.c:") {
+			want := "132 bytes in 3 blocks allocated in msg_new (./src/main.c:"
+			if strings.HasSuffix(b, "-cxx") {
+				want = "80 bytes in 2 blocks allocated in make_widget(unsigned "
+			}
+			if code != 0 || !strings.Contains(stdout, "Allocations recorded on the device (fl_allocrec at 0x") || !strings.Contains(stdout, want) {
 				t.Errorf("text report (exit %d):\n%s", code, stdout)
 			}
 		})
@@ -226,7 +253,7 @@ func TestAllocRecEmulator(t *testing.T) {
 				t.Fatalf("emulate: exit %d\n%s\n%s", code, captureTail(stdout), stderr)
 			}
 			emu := captureAnalyze(t, elf, harness)
-			checkPlanted(t, emu, "emulator")
+			checkPlanted(t, b, emu, "emulator")
 			qemu := captureAnalyze(t, elf, filepath.Join(repo, "fixtures/allocrec", b+".crashcatcher.hex"))
 			if g, w := siteBlocks(emu), siteBlocks(qemu); !slices.Equal(g, w) {
 				t.Errorf("blocks differ:\n emulator %q\n QEMU     %q", g, w)
@@ -385,6 +412,9 @@ func (p *costProbe) Restore(*emu.ProbeRun) error           { return nil }
 func TestAllocRecCost(t *testing.T) {
 	skipWithoutEmulator(t)
 	for _, b := range recorderBuilds(t) {
+		if strings.HasSuffix(b, "-cxx") {
+			continue // the C sample calls each of the four
+		}
 		p := &costProbe{}
 		_, err := emu.Run(context.Background(), emu.Config{ELF: filepath.Join(repo, recorderDir, "build", b+".elf"), Probe: p})
 		if err != nil || p.err != nil {

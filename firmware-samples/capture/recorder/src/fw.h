@@ -12,9 +12,17 @@
 #define FW_NOINLINE __attribute__((noinline, noclone))
 #endif
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 extern volatile uint32_t fw_sink;
 
 int main(void);
 void fw_exit(int status) __attribute__((noreturn));
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
