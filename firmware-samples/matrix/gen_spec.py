@@ -104,6 +104,62 @@ SCENARIOS = [
 ]
 
 
+# Our RTOS test kernels, one crash per build and no trigger: a
+# FreeRTOS-lookalike (../rtos-freertos: 13 tasks in every state, BusFault 4
+# calls deep in task "net") and a Zephyr-lookalike (../rtos-zephyr: 8
+# threads, MemManage in thread "net_rx"). Their cases also score every
+# thread's backtrace against the emulator's shadow stack of that thread
+# (truth.threads). The names are those of `make -C ../rtos-freertos list`
+# and `make -C ../rtos-zephyr list`; each build's own Makefile checks it.
+RTOS_KERNELS = {
+    "freertos": ("../rtos-freertos/build", [
+        "gcc-m3-O0", "gcc-m3-O2", "clang-m3-Os", "clang-m3-O2", "gcc-m4f-Og", "gcc-m4f-O2",
+        "clang-m4f-O0", "clang-m4f-O2", "gcc-m33-O2", "clang-m33-Os", "gcc-m0-O2", "clang-m0-Os",
+        "gcc-m3-Os-nomini", "gcc-m4f-O2-mpu", "gcc-m3-O2-strip"]),
+    "zephyr": ("../rtos-zephyr/build", [
+        "gcc-m3-O2", "gcc-m4f-O2", "gcc-m3-O0", "clang-m3-O2", "clang-m4f-O2", "clang-m4f-Os"]),
+}
+RTOS_CORES = {
+    "m0": ("cortex-m0", ["v6m"]),
+    "m3": ("cortex-m3", ["v7m", "fsr", "div", "mpu"]),
+    "m4f": ("cortex-m4", ["v7m", "fsr", "div", "mpu", "fpu"]),
+    "m33": ("cortex-m33", ["v8m", "fsr", "div", "mpu", "fpu"]),
+}
+# (name, kernel, description, requires, causes, function)
+RTOS_SCENARIOS = [
+    ("freertos_crash", "freertos",
+     "FreeRTOS-lookalike kernel: task net stores to unmapped memory 4 calls deep with the scheduler "
+     "suspended; every other task is switched out in its own state (threads scored too)",
+     ["fsr"], BUS, "net_store"),
+    ("freertos_crash_v6m", "freertos",
+     "FreeRTOS-lookalike kernel on ARMv6-M: task net stores to unmapped memory 4 calls deep "
+     "(HardFault, no fault status registers; threads scored too)",
+     ["v6m"], [], "net_store"),
+    ("zephyr_crash", "zephyr",
+     "Zephyr-lookalike kernel: thread net_rx stores through a NULL pointer into the MPU guard "
+     "(threads scored too)",
+     ["fsr"], ["CFSR.DACCVIOL", "CFSR.MMARVALID", "HFSR.FORCED"], "store_len"),
+]
+
+
+def rtos_build_entry(kernel, name):
+    where, _ = RTOS_KERNELS[kernel]
+    parts = name.split("-")
+    compiler, core, opt, variants = parts[0], parts[1], parts[2], parts[3:]
+    cpu, features = RTOS_CORES[core]
+    return {
+        "name": f"{kernel}-{name}",
+        "elf": f"{where}/{name}.elf",
+        "cpu": cpu,
+        "compiler": compiler,
+        "core": core,
+        "opt": opt,
+        "lang": "c",
+        "variants": variants,
+        "features": features + ["rtos-" + kernel, "c"],
+    }
+
+
 def build_entry(name):
     parts = name.split("-")
     compiler, core, opt, variants = parts[0], parts[1], parts[2], parts[3:]
@@ -128,6 +184,9 @@ def build_entry(name):
 def scenario_entries():
     out = []
     for name, num, desc, req, causes, fn, extra, twin in SCENARIOS:
+        # The sample scenarios (crash_scenario=N) run on the sample builds,
+        # all linked against newlib; the RTOS kernels are not.
+        req = req + ["newlib"]
         trigger = {"set": [f"crash_scenario={num}"]}
         trigger.update(extra)
         out.append({
@@ -147,11 +206,21 @@ def scenario_entries():
                 "trigger": dict(trigger),
                 "expect": {"exception": "HardFault", "causes": [], "function": fn},
             })
+    for name, kernel, desc, req, causes, fn in RTOS_SCENARIOS:
+        out.append({
+            "name": name,
+            "description": desc,
+            "requires": sorted(set(req + ["rtos-" + kernel])),
+            "trigger": {},
+            "expect": {"exception": "HardFault", "causes": causes, "function": fn},
+        })
     return out
 
 
 def main():
     builds = [build_entry(b) for b in sys.argv[1:]]
+    for kernel, (_, names) in RTOS_KERNELS.items():
+        builds += [rtos_build_entry(kernel, b) for b in names]
     spec = {
         "schema": "faultline.matrixspec/1",
         "builds": builds,

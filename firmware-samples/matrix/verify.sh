@@ -6,7 +6,9 @@
 #   - in the dump's truth, the frame right after the first exception frame
 #     is expect.function, and the truth goes on down to main and
 #     Reset_Handler (for psp_thread: to the thread's entry function, which
-#     was entered with LR = 0xFFFFFFFF);
+#     was entered with LR = 0xFFFFFFFF; for the RTOS kernels' cases: to the
+#     crashing task's entry); a GCC clone suffix (.constprop.0) on the
+#     faulting function is ignored;
 #   - no frame of the truth is in libgcc's EHABI unwinder or the C++ runtime's
 #     throw path (a sign that the shadow stack kept frames a landing-pad jump
 #     abandoned), except in cxx_terminate, which crashes inside the unwinder.
@@ -103,7 +105,11 @@ run_case() {
 		return
 	fi
 	local thread_entry=
-	case $scn in psp_thread*) thread_entry=psp_thread_entry ;; esac
+	case $scn in
+	psp_thread*) thread_entry=psp_thread_entry ;;
+	freertos_crash*) thread_entry=net_task ;;   # the RTOS kernels: the crashing task's entry
+	zephyr_crash*) thread_entry=z_thread_entry ;;
+	esac
 	local problems
 	problems=$(jq -r -n --argjson a "$ana" --argjson s "$sjson" --slurpfile d "$dump" \
 		--arg entry "$thread_entry" '
@@ -114,7 +120,7 @@ run_case() {
 		  ($s.expect.causes[] | select(. as $c | $have | index($c) | not) | "cause \(.) not set (have \($have | join(",")))"),
 		  (if $t == [] then "no truth" else empty end),
 		  (if $x == null then "no exception frame in the truth"
-		   elif ($t[$x + 1].function // "") != $fn then "faulting function \($t[$x + 1].function // "?"), want \($fn)"
+		   elif ($t[$x + 1].function // "" | sub("(\\.(constprop|isra|part)\\.[0-9]+|\\.cold)+$"; "")) != $fn then "faulting function \($t[$x + 1].function // "?"), want \($fn)"
 		   else empty end),
 		  (if $entry != "" then
 		     (if ($t[-1].function // "") != $entry then "truth ends at \($t[-1].function // "?"), want \($entry)" else empty end)

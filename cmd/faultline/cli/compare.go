@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 
@@ -29,12 +30,26 @@ type compareJSON struct {
 	Results []compareResult           `json:"results"`
 	Truth   *truthJSON                `json:"truth,omitempty"`
 	Scores  map[string]analysis.Score `json:"scores,omitempty"`
+	// ThreadScores are each strategy's RTOS thread walks scored against
+	// the truth's threads (truth.threads; the current thread against the
+	// top-level truth), and ThreadsWithoutTruth the threads the truth has
+	// no stack for (one that never ran). Both only when the truth has
+	// threads and the dump's firmware runs an RTOS.
+	ThreadScores        map[string][]analysis.ThreadScore `json:"thread_scores,omitempty"`
+	ThreadsWithoutTruth []string                          `json:"threads_without_truth,omitempty"`
 }
 
 type truthJSON struct {
-	Source string           `json:"source"`
+	Source  string            `json:"source"`
+	Frames  []truthFrameJSON  `json:"frames"`
+	Stop    string            `json:"stop,omitempty"`
+	Threads []threadTruthJSON `json:"threads,omitempty"`
+}
+
+type threadTruthJSON struct {
+	Frame  string           `json:"frame"`
+	SP     string           `json:"sp,omitempty"`
 	Frames []truthFrameJSON `json:"frames"`
-	Stop   string           `json:"stop,omitempty"`
 }
 
 type truthFrameJSON struct {
@@ -156,22 +171,43 @@ func compareDump(elf *elfsym.File, path string, maxFrames int) (*compareJSON, *c
 		out.Results = append(out.Results, res)
 	}
 	if d.Truth != nil {
-		out.Truth = &truthJSON{Source: d.Truth.Source, Stop: d.Truth.Stop}
-		for _, f := range d.Truth.Frames {
-			tf := truthFrameJSON{Function: f.Function, Kind: f.Kind, File: f.File, Line: f.Line}
-			if f.HasPC {
-				tf.PC = analysis.Hex(f.PC)
+		out.Truth = &truthJSON{Source: d.Truth.Source, Stop: d.Truth.Stop, Frames: compareTruthFrames(d.Truth.Frames)}
+		for _, th := range d.Truth.Threads {
+			tj := threadTruthJSON{Frame: analysis.Hex(th.Frame), Frames: compareTruthFrames(th.Frames)}
+			if th.HasSP {
+				tj.SP = analysis.Hex(th.SP)
 			}
-			out.Truth.Frames = append(out.Truth.Frames, tf)
+			out.Truth.Threads = append(out.Truth.Threads, tj)
 		}
 		out.Scores = map[string]analysis.Score{}
 		for _, r := range out.Results {
 			if r.report != nil {
 				out.Scores[r.Unwinder] = analysis.ScoreReport(r.report, d.Truth)
+				ts, none := analysis.ThreadScores(r.report, d.Truth)
+				if ts != nil {
+					if out.ThreadScores == nil {
+						out.ThreadScores = map[string][]analysis.ThreadScore{}
+					}
+					out.ThreadScores[r.Unwinder] = ts
+					out.ThreadsWithoutTruth = none
+				}
 			}
 		}
 	}
 	return &out, d, nil
+}
+
+// compareTruthFrames converts truth frames for faultline.compare/1.
+func compareTruthFrames(frames []crashdump.TruthFrame) []truthFrameJSON {
+	out := []truthFrameJSON{}
+	for _, f := range frames {
+		tf := truthFrameJSON{Function: f.Function, Kind: f.Kind, File: f.File, Line: f.Line}
+		if f.HasPC {
+			tf.PC = analysis.Hex(f.PC)
+		}
+		out = append(out, tf)
+	}
+	return out
 }
 
 func writeCompareText(cmd *cobra.Command, out *compareJSON, d *crashdump.Dump) error {
@@ -210,7 +246,59 @@ func writeCompareText(cmd *cobra.Command, out *compareJSON, d *crashdump.Dump) e
 		tn := analysis.TruthNames(d.Truth)
 		fmt.Fprintf(tw, "truth (%s)\t%d\t\t\t\t%s\t%s\n", out.Truth.Source, len(tn), strings.Join(shortNames(tn), " < "), out.Truth.Stop)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if out.ThreadScores == nil {
+		return nil
+	}
+	return writeThreadScoresText(w, out)
+}
+
+// writeThreadScoresText prints the RTOS thread scores: per strategy the
+// threads exact, the mean frame accuracy and the bogus frames, then each
+// thread auto (the default strategy) did not get exactly, with the truth.
+func writeThreadScoresText(w io.Writer, out *compareJSON) error {
+	n := 0
+	for _, ts := range out.ThreadScores {
+		n = len(ts)
+		break
+	}
+	fmt.Fprintf(w, "\nThreads: %s with a true stack", plural(n, "thread"))
+	if len(out.ThreadsWithoutTruth) > 0 {
+		fmt.Fprintf(w, "; not scored (no true stack: never switched out): %s", strings.Join(out.ThreadsWithoutTruth, ", "))
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "strategy\texact\taccuracy\tbogus\tnot exact")
+	var misses []string
+	for _, r := range out.Results {
+		ts, ok := out.ThreadScores[r.Unwinder]
+		if !ok {
+			continue
+		}
+		tot := analysis.TotalOf(ts)
+		var names []string
+		for _, s := range ts {
+			if s.Exact {
+				continue
+			}
+			names = append(names, s.Thread)
+			if r.Unwinder != "auto" {
+				continue
+			}
+			misses = append(misses, fmt.Sprintf("  %s, thread %s: %s\n    truth: %s", r.Unwinder, s.Thread,
+				strings.Join(shortNames(s.Frames), " < "), strings.Join(shortNames(s.Truth), " < ")))
+		}
+		fmt.Fprintf(tw, "%s\t%d/%d\t%.0f%%\t%d\t%s\n", r.Unwinder, tot.Exact, tot.Threads, 100*tot.FrameAccuracy, tot.Bogus, strings.Join(names, ", "))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, m := range misses {
+		fmt.Fprintln(w, m)
+	}
+	return nil
 }
 
 func shortNames(n []string) []string {

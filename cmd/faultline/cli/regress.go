@@ -67,7 +67,13 @@ relative to the spec's directory:
                   "address": "0x0"},     each part optional; causes: a subset
         "frames": ["null_store", "deep5_mixed",
                    {"function": "deep4_huge_locals", "file": "main.c", "line": 73}],
-        "match": "prefix"                or "exact"; default prefix
+        "match": "prefix",               or "exact"; default prefix
+        "threads": [{"name": "IDLE",     RTOS threads (FreeRTOS tasks, Zephyr
+                     "state": "ready",   threads) that must be found; state,
+                     "frames": ["rtk_port_pend_tick", "prvIdleTask"],
+                     "match": "exact"}], frames and match optional
+        "threads_truth": true            every thread with a true stack is
+                                         unwound exactly as that stack
       },
       "handler": {"check": true, "output": "auto"}   auto|stdout|stderr
     }]
@@ -78,8 +84,11 @@ out, inlined frames included, as analyze prints them. A frame is a function
 name (or "*" for any frame) or an object whose "file" must be the frame's
 file or a path suffix of it ("main.c" matches ./src/main.c) and "line" its
 line. "prefix": the backtrace starts with these frames; "exact": it is
-exactly these frames. A scenario whose firmware does not fault is an error,
-never a pass.`,
+exactly these frames. A thread's frames start at its saved context (the
+crashing thread's at the faulting frame). threads_truth compares each
+thread with the emulator's true stack of that thread (the dump's
+truth.threads; a thread that never ran has none and is not compared). A
+scenario whose firmware does not fault is an error, never a pass.`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			return runRegress(cmd, &f, a[0])

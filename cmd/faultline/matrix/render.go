@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/faultline-dev/faultline/cmd/faultline/analysis"
 )
 
 // pct formats a frame accuracy as a whole percentage, rounded down so that
@@ -55,12 +57,48 @@ func (r *Report) scenarioCount() int {
 func (r *Report) failing(c *CaseResult) []string {
 	var out []string
 	for _, s := range r.Strategies {
-		if res, ok := c.Results[s]; ok && !res.Exact {
+		if res, ok := c.Results[s]; ok && res.Fails() {
 			out = append(out, s)
 		}
 	}
 	return out
 }
+
+// threadRows returns the builds whose cases scored RTOS threads, in table
+// order.
+func threadRows(t *Table) []string {
+	var out []string
+	for _, b := range t.Builds {
+		for _, c := range t.Rows[b] {
+			if c.Threads != nil && c.Threads.Threads > 0 {
+				out = append(out, b)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// threadCell is "exact threads/threads, accuracy, bogus", "-" for none.
+func threadCell(c *Cell) string {
+	if c == nil || c.Threads == nil || c.Threads.Threads == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d/%d, %s, %d", c.Threads.Exact, c.Threads.Threads, pct(c.Threads.FrameAccuracy), c.Threads.Bogus)
+}
+
+// threadTotal sums the thread scores over the builds that have some.
+func threadTotal(t *Table, builds []string, s string) *Cell {
+	c := &Cell{Threads: &analysis.ThreadTotals{}}
+	for _, b := range builds {
+		if th := t.Rows[b][s].Threads; th != nil {
+			c.Threads.Merge(*th)
+		}
+	}
+	return c
+}
+
+const threadTableIntro = "Thread unwinding (RTOS cases): each cell: exact threads / threads, mean frame accuracy, bogus\nframes, over every thread with a true stack (the crashing one included), each scored against the\nemulator's shadow call stack of that thread (truth.threads)."
 
 // headline is the one-sentence summary shared by the renderers.
 func (r *Report) headline(t *Table) string {
@@ -108,6 +146,29 @@ func (r *Report) WriteText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if tb := threadRows(t); len(tb) > 0 {
+		fmt.Fprintf(w, "\n%s\n\n", threadTableIntro)
+		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+		fmt.Fprint(tw, "build")
+		for _, s := range r.Strategies {
+			fmt.Fprintf(tw, "\t%s", s)
+		}
+		fmt.Fprintln(tw)
+		for _, b := range append(tb, "all") {
+			fmt.Fprint(tw, b)
+			for _, s := range r.Strategies {
+				c := t.Rows[b][s]
+				if b == "all" {
+					c = threadTotal(t, tb, s)
+				}
+				fmt.Fprintf(tw, "\t%s", threadCell(c))
+			}
+			fmt.Fprintln(tw)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
 
 	var lines []string
 	for i := range r.Cases {
@@ -119,6 +180,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		for _, s := range r.failing(c) {
 			res := c.Results[s]
 			p := s + " " + pct(res.FrameAccuracy)
+			if n := len(res.ThreadFailures); n > 0 {
+				p += fmt.Sprintf(" (%s not exact)", plural(n, "thread"))
+			}
 			if res.New {
 				p += " NEW"
 			}
@@ -139,6 +203,9 @@ func (r *Report) WriteText(w io.Writer) error {
 // maxTextDetails bounds the new failures the text output details (truth,
 // backtrace, command line); the failing-case list names them all.
 const maxTextDetails = 20
+
+// maxThreadDetails bounds the threads detailed per new failure.
+const maxThreadDetails = 3
 
 // writeTextProblems lists the new failures, invalid cases and stale
 // entries, each with what to do about it.
@@ -161,7 +228,16 @@ func (r *Report) writeTextProblems(w io.Writer) {
 				if res.Error != "" {
 					fmt.Fprintf(w, "      error: %s\n", res.Error)
 				}
-				fmt.Fprintf(w, "      truth: %s\n      got:   %s\n", joinNames(c.Truth), joinNames(res.Frames))
+				if !res.Exact {
+					fmt.Fprintf(w, "      truth: %s\n      got:   %s\n", joinNames(c.Truth), joinNames(res.Frames))
+				}
+				for i, th := range res.ThreadFailures {
+					if i == maxThreadDetails {
+						fmt.Fprintf(w, "      ... and %s more (every one is in --format json)\n", plural(len(res.ThreadFailures)-i, "thread"))
+						break
+					}
+					fmt.Fprintf(w, "      thread %s: truth: %s\n      thread %s: got:   %s\n", th.Thread, joinNames(th.Truth), th.Thread, joinNames(th.Frames))
+				}
 				if c.Reproduce != "" {
 					fmt.Fprintf(w, "      reproduce: %s\n", c.Reproduce)
 				}
@@ -225,20 +301,43 @@ func (r *Report) WriteMarkdown(w io.Writer, brief bool) error {
 		row(b, t.Valid[b], t.Invalid[b], t.Rows[b])
 	}
 	row("**all**", t.Valid[""], t.Invalid[""], t.Total)
+	if tb := threadRows(t); len(tb) > 0 {
+		fmt.Fprintf(w, "\n%s\n\n| build |", threadTableIntro)
+		for _, s := range r.Strategies {
+			fmt.Fprintf(w, " %s |", s)
+		}
+		fmt.Fprint(w, "\n|---|"+strings.Repeat("---|", len(r.Strategies))+"\n")
+		for _, b := range append(tb, "**all**") {
+			fmt.Fprintf(w, "| %s |", mdEscape(b))
+			for _, s := range r.Strategies {
+				c := t.Rows[b][s]
+				if b == "**all**" {
+					c = threadTotal(t, tb, s)
+				}
+				fmt.Fprintf(w, " %s |", threadCell(c))
+			}
+			fmt.Fprintln(w)
+		}
+	}
 
 	if brief {
 		var rows []string
 		for i := range r.Cases {
 			c := &r.Cases[i]
 			res, ok := c.Results["auto"]
-			if c.Invalid() || !ok || res.Exact {
+			if c.Invalid() || !ok || !res.Fails() {
 				continue
 			}
 			why := res.Known
 			if res.New {
 				why = "**new failure**"
 			}
-			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %d | %s |", mdEscape(c.Build), mdEscape(c.Scenario), pct(res.FrameAccuracy), res.Bogus, mdEscape(why)))
+			if !res.Exact {
+				rows = append(rows, fmt.Sprintf("| %s | %s | %s | %d | %s |", mdEscape(c.Build), mdEscape(c.Scenario), pct(res.FrameAccuracy), res.Bogus, mdEscape(why)))
+			}
+			for _, th := range res.ThreadFailures {
+				rows = append(rows, fmt.Sprintf("| %s | %s (thread %s) | %s | %d | %s |", mdEscape(c.Build), mdEscape(c.Scenario), mdEscape(th.Thread), pct(th.FrameAccuracy), th.Bogus, mdEscape(why)))
+			}
 		}
 		if len(rows) > 0 {
 			fmt.Fprintf(w, "\nCases where auto is not exact (%d):\n\n| build | scenario | frame accuracy | bogus | why |\n|---|---|---|---|---|\n%s\n", len(rows), strings.Join(rows, "\n"))
@@ -254,7 +353,7 @@ func (r *Report) WriteMarkdown(w io.Writer, brief bool) error {
 			for _, s := range r.Strategies {
 				res, ok := c.Results[s]
 				switch {
-				case !ok || res.Exact:
+				case !ok || !res.Fails():
 					line += " |"
 				case res.New:
 					line += fmt.Sprintf(" **%s new** |", pct(res.FrameAccuracy))
@@ -285,7 +384,12 @@ func (r *Report) WriteMarkdown(w io.Writer, brief bool) error {
 			c := &r.Cases[i]
 			for _, s := range r.Strategies {
 				if res, ok := c.Results[s]; ok && res.New {
-					fmt.Fprintf(w, "- %s %s %s: got %s; truth %s\n", mdEscape(c.Build), mdEscape(c.Scenario), s, mdEscape(joinNames(res.Frames)), mdEscape(joinNames(c.Truth)))
+					if !res.Exact {
+						fmt.Fprintf(w, "- %s %s %s: got %s; truth %s\n", mdEscape(c.Build), mdEscape(c.Scenario), s, mdEscape(joinNames(res.Frames)), mdEscape(joinNames(c.Truth)))
+					}
+					for _, th := range res.ThreadFailures {
+						fmt.Fprintf(w, "- %s %s %s, thread %s: got %s; truth %s\n", mdEscape(c.Build), mdEscape(c.Scenario), s, mdEscape(th.Thread), mdEscape(joinNames(th.Frames)), mdEscape(joinNames(th.Truth)))
+					}
 				}
 			}
 		}

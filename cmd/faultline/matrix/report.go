@@ -50,6 +50,9 @@ type CaseResult struct {
 	Truth []string `json:"truth,omitempty"`
 	// Insns is the number of guest instructions the emulator ran.
 	Insns uint64 `json:"insns,omitempty"`
+	// ThreadsWithoutTruth are the RTOS threads the truth has no stack for
+	// (a thread that never ran), not scored.
+	ThreadsWithoutTruth []string `json:"threads_without_truth,omitempty"`
 
 	// Reproduce is the `faultline emulate` command line of the case.
 	Reproduce string `json:"-"`
@@ -80,6 +83,20 @@ type Result struct {
 	// after a gap or across a call to another function is overclaimed, and
 	// fails the run.
 	analysis.Honesty
+	// Threads sums the scores of the RTOS threads with a true stack (the
+	// crashing one included) when the firmware runs an RTOS and the truth
+	// has threads; ThreadFailures are the other threads that are not
+	// exact (the crashing thread's backtrace is the result's own). A
+	// result with a thread that is not exact fails like a crash that is not
+	// exact (known or new).
+	Threads        *analysis.ThreadTotals `json:"threads,omitempty"`
+	ThreadFailures []analysis.ThreadScore `json:"thread_failures,omitempty"`
+}
+
+// Fails reports whether the result is a failure: the crash's backtrace or
+// a thread's is not exact.
+func (r Result) Fails() bool {
+	return !r.Exact || (r.Threads != nil && r.Threads.Exact < r.Threads.Threads)
 }
 
 // Cell accumulates the results of one strategy over several cases.
@@ -95,7 +112,9 @@ type Cell struct {
 	// gap or across a call to another function (analysis.CheckHonesty).
 	Gaps        int `json:"gaps"`
 	Overclaimed int `json:"overclaimed"`
-	sum         float64
+	// Threads sums the RTOS thread scores of the cases (nil: none).
+	Threads *analysis.ThreadTotals `json:"threads,omitempty"`
+	sum     float64
 }
 
 func (c *Cell) add(r Result) {
@@ -114,6 +133,12 @@ func (c *Cell) add(r Result) {
 	}
 	c.Gaps += r.Gaps
 	c.Overclaimed += len(r.Overclaimed)
+	if r.Threads != nil {
+		if c.Threads == nil {
+			c.Threads = &analysis.ThreadTotals{}
+		}
+		c.Threads.Merge(*r.Threads)
+	}
 }
 
 // Table is the results aggregated per build and strategy.
@@ -227,7 +252,7 @@ func (r *Report) ApplyKnown(k *Known, partial bool) {
 				continue
 			}
 			res.Known, res.New = "", false
-			if !res.Exact {
+			if res.Fails() {
 				first := -1
 				if k != nil {
 					for j, e := range k.Entries {

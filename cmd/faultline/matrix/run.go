@@ -205,14 +205,19 @@ func (rn *Runner) runCase(ctx context.Context, c Case, es *elfState, strategies 
 		return cr
 	}
 	for i, s := range strategies {
-		cr.Results[s.Name] = score(es.analyzers[i], d)
+		var none []string
+		cr.Results[s.Name], none = score(es.analyzers[i], d)
+		if i == 0 {
+			cr.ThreadsWithoutTruth = none
+		}
 	}
 	return cr
 }
 
 // score runs one strategy on the dump and scores it against the truth.
 // A panic in a strategy is that strategy's failure, not the run's.
-func score(a *analysis.Analyzer, d *crashdump.Dump) (res Result) {
+// It also returns the RTOS threads the truth has no stack for.
+func score(a *analysis.Analyzer, d *crashdump.Dump) (res Result, noTruth []string) {
 	defer func() {
 		if p := recover(); p != nil {
 			res = Result{Error: fmt.Sprintf("internal error: %v", p), Frames: []string{}}
@@ -220,7 +225,17 @@ func score(a *analysis.Analyzer, d *crashdump.Dump) (res Result) {
 	}()
 	r, err := a.Analyze(d)
 	if err != nil {
-		return Result{Error: err.Error(), Frames: []string{}}
+		return Result{Error: err.Error(), Frames: []string{}}, nil
+	}
+	ts, noTruth := analysis.ThreadScores(r, d.Truth)
+	if ts != nil {
+		tot := analysis.TotalOf(ts)
+		res.Threads = &tot
+		for _, s := range ts {
+			if !s.Exact && !s.Current { // the current thread's is the crash's
+				res.ThreadFailures = append(res.ThreadFailures, s)
+			}
+		}
 	}
 	var cand []string
 	res.Score, cand = Score(r, d.Truth)
@@ -231,7 +246,7 @@ func score(a *analysis.Analyzer, d *crashdump.Dump) (res Result) {
 			res.Frames = []string{}
 		}
 	}
-	return res
+	return res, noTruth
 }
 
 // Score scores a report against a truth (design.md, "Scoring against
@@ -271,6 +286,9 @@ func CheckExpect(e Expect, d *crashdump.Dump) error {
 		if len(names) > 0 {
 			got = displayName(names[0])
 		}
+		if base, _, clone := strings.Cut(got, "."); clone && !strings.Contains(e.Function, ".") && isCloneSuffix(got[len(base):]) {
+			got = base // net_store.constprop.0 is GCC's copy of net_store
+		}
 		if got != e.Function {
 			bad = append(bad, fmt.Sprintf("faulting function %s, want %s", got, e.Function))
 		}
@@ -279,6 +297,35 @@ func CheckExpect(e Expect, d *crashdump.Dump) error {
 		return fmt.Errorf("not the expected crash: %s", strings.Join(bad, "; "))
 	}
 	return nil
+}
+
+// isCloneSuffix reports whether s is a GCC clone suffix: one or more of
+// ".constprop.N", ".isra.N", ".part.N", ".cold".
+func isCloneSuffix(s string) bool {
+	for s != "" {
+		var ok bool
+		for _, k := range []string{".constprop.", ".isra.", ".part."} {
+			if rest, found := strings.CutPrefix(s, k); found {
+				n := 0
+				for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
+					n++
+				}
+				if n == 0 {
+					return false
+				}
+				s, ok = rest[n:], true
+				break
+			}
+		}
+		if !ok {
+			rest, found := strings.CutPrefix(s, ".cold")
+			if !found {
+				return false
+			}
+			s = rest
+		}
+	}
+	return true
 }
 
 func orNone(s string) string {

@@ -83,7 +83,7 @@ type Result struct {
 
 // Problem is one difference between the spec and the crash.
 type Problem struct {
-	Kind    string // "fault", "backtrace", "handler"
+	Kind    string // "fault", "backtrace", "threads", "handler", "heap"
 	Summary string // one line
 	Detail  string // a multi-line diff, or ""
 }
@@ -305,6 +305,7 @@ func (r *runner) check(ctx context.Context, sc *Scenario, res *Result) {
 			res.Problems = append(res.Problems, p)
 		}
 	}
+	res.Problems = append(res.Problems, compareThreads(sc.Expect, rep, d.Truth, res.Unwinder)...)
 	if !sc.Handler.Check {
 		return
 	}

@@ -104,6 +104,27 @@ type Expect struct {
 	// and checks what is live when the run ends; the run then need not
 	// fault.
 	Heap *HeapExpect `json:"heap,omitempty"`
+	// Threads are RTOS threads that must be found (by name), each with
+	// its state and backtrace when given.
+	Threads []ThreadExpect `json:"threads,omitempty"`
+	// ThreadsTruth requires every RTOS thread with a true stack (the
+	// emulator's truth.threads; the crashing thread's is the crash's) to
+	// be unwound exactly as that stack.
+	ThreadsTruth bool `json:"threads_truth,omitempty"`
+}
+
+// ThreadExpect is one expected RTOS thread (a FreeRTOS task or Zephyr
+// thread as analyze lists it).
+type ThreadExpect struct {
+	Name string `json:"name"`
+	// State, when set, is the thread's state as analyze names it:
+	// running, ready, blocked, suspended or deleted.
+	State string `json:"state,omitempty"`
+	// RawFrames and Match are the thread's backtrace, as expect.frames and
+	// expect.match are the crash's; Frames holds them parsed.
+	RawFrames []json.RawMessage `json:"frames,omitempty"`
+	Match     string            `json:"match,omitempty"`
+	Frames    []FrameExpect     `json:"-"`
 }
 
 // HeapExpect bounds the heap at the end of a run. Every field is optional.
@@ -467,8 +488,9 @@ func (p *parser) check(s *Spec, exists func(string) error) error {
 		if sc.Handler.Output != "" && !sc.Handler.Check {
 			return bad(field("handler"), "\"output\" without \"check\": true")
 		}
-		if sc.Expect.Fault == nil && len(sc.Frames) == 0 && !sc.Handler.Check && sc.Expect.Heap == nil {
-			return bad(where, "nothing to check: give expect.fault, expect.frames, expect.heap or handler.check")
+		if sc.Expect.Fault == nil && len(sc.Frames) == 0 && !sc.Handler.Check && sc.Expect.Heap == nil &&
+			len(sc.Expect.Threads) == 0 && !sc.Expect.ThreadsTruth {
+			return bad(where, "nothing to check: give expect.fault, expect.frames, expect.threads, expect.threads_truth, expect.heap or handler.check")
 		}
 		if h := sc.Expect.Heap; h != nil {
 			if (h.Alloc == "") != (h.Free == "") {
@@ -522,6 +544,42 @@ func checkExpect(sc *Scenario, field func(string) string, bad func(string, strin
 			return bad(field(fmt.Sprintf("expect.frames[%d]", i)), "%v", err)
 		}
 		sc.Frames = append(sc.Frames, f)
+	}
+	seen := map[string]bool{}
+	for i := range ex.Threads {
+		te := &ex.Threads[i]
+		at := func(f string) string { return field(fmt.Sprintf("expect.threads[%d]%s", i, f)) }
+		switch {
+		case strings.TrimSpace(te.Name) == "":
+			return bad(at(".name"), "no thread name")
+		case seen[te.Name]:
+			return bad(at(".name"), "thread %q is expected twice", te.Name)
+		}
+		seen[te.Name] = true
+		switch te.State {
+		case "", "running", "ready", "blocked", "suspended", "deleted":
+		default:
+			return bad(at(".state"), "%q: want running, ready, blocked, suspended or deleted", te.State)
+		}
+		switch te.Match {
+		case "", MatchPrefix, MatchExact:
+		default:
+			return bad(at(".match"), "%q: want %q or %q", te.Match, MatchPrefix, MatchExact)
+		}
+		if te.Match != "" && len(te.RawFrames) == 0 {
+			return bad(at(".match"), "\"match\" without \"frames\"")
+		}
+		if te.Match == "" {
+			te.Match = MatchPrefix
+		}
+		te.Frames = nil
+		for j, raw := range te.RawFrames {
+			f, err := parseFrame(raw)
+			if err != nil {
+				return bad(at(fmt.Sprintf(".frames[%d]", j)), "%v", err)
+			}
+			te.Frames = append(te.Frames, f)
+		}
 	}
 	if fe := ex.Fault; fe != nil {
 		if fe.Exception != "" && !validException(fe.Exception) {
