@@ -64,6 +64,11 @@ type Dump struct {
 	// Memory once the ELF is known.
 	SymbolRegions []SymbolRegion
 	Truth         *Truth // the true call stack, nil if the dump has none
+	// Threads are the threads the dump itself lists (an ELF core's
+	// NT_PRSTATUS notes), the crashing one first with Regs as its
+	// registers; nil when the dump lists one thread or none. An RTOS's
+	// threads are found in memory instead (package rtos).
+	Threads []Thread
 	// Warnings say what an importer noticed that does not stop the dump
 	// from being used: a CrashCatcher stack-overflow trailer, registers a
 	// Zephyr dump did not collect, bytes after a Memfault dump's end.
@@ -94,6 +99,13 @@ type ThreadTruth struct {
 	SP     uint32       // the thread's SP once that frame is unstacked
 	HasSP  bool         // SP is known
 	Frames []TruthFrame // innermost first, ending at the thread's entry function
+}
+
+// Thread is a thread a dump lists with its registers.
+type Thread struct {
+	ID   uint32 // the dump's thread id (pr_pid); 0 when it gives none
+	Name string // "" when the dump names none
+	Regs unwinders.Registers
 }
 
 // TruthFrame is one frame of a Truth.

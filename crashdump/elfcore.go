@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 
 	"github.com/faultline-dev/faultline/crashdump/fault"
 	"github.com/faultline-dev/faultline/unwinders"
@@ -26,6 +28,8 @@ const FormatELFCore = "elf-core"
 //	                   "LINUX" NT_ARM_VFP (0x400): d0-d31 (8 bytes each),
 //	                   then fpscr
 //	                   "GNU" NT_GNU_BUILD_ID (3): the firmware's build ID
+//	                   "FAULTLINE" (2): the threads' names, "PID NAME"
+//	                   lines, when the core holds several threads
 //	                   "FAULTLINE" (1): what a core cannot say otherwise
 //	                   (MSP, PSP, CONTROL, the masks, the fault status
 //	                   registers, the CPU, the truth), as a faultline.dump/1
@@ -44,8 +48,11 @@ const (
 	prstatusSigOff = 12
 	armVFPSize     = 32*8 + 4
 	ntFaultline    = 1
-	maxCoreNotes   = 4096
-	maxCoreSegs    = 4096
+	// ntFaultlineThreads is faultline's note naming the threads: one
+	// "PID NAME" line per NT_PRSTATUS note.
+	ntFaultlineThreads = 0x464c5401 // "FLT" 1: a type no GDB or BFD note reader knows
+	maxCoreNotes       = 4096
+	maxCoreSegs        = 4096
 )
 
 func matchELFCore(data []byte) bool {
@@ -129,24 +136,29 @@ func parseELFCore(data []byte, name string, _ func(string) ([]byte, error)) (*Du
 	}
 	d.Memory = set.regions
 
-	var own *Dump
-	threads := 0
+	var (
+		own     *Dump
+		threads []Thread
+		names   map[uint32]string
+	)
 	for _, n := range notes {
 		switch {
 		case n.name == "CORE" && n.typ == ntPRStatus:
 			if len(n.desc) < prstatusRegOff+17*4 {
 				return nil, r.errAt(-1, "NT_PRSTATUS note of %d bytes: want %d (struct elf_prstatus with r0-r15 and cpsr at offset %d)", len(n.desc), prstatusSize, prstatusRegOff)
 			}
-			threads++
-			if threads > 1 {
-				continue
-			}
 			w := func(i int) uint32 { return binary.LittleEndian.Uint32(n.desc[prstatusRegOff+4*i:]) }
+			var th Thread
+			th.ID = binary.LittleEndian.Uint32(n.desc[prstatusPidOff:])
 			for i := 0; i < 16; i++ {
-				d.Regs.Set(unwinders.R0+unwinders.Reg(i), w(i))
+				th.Regs.Set(unwinders.R0+unwinders.Reg(i), w(i))
 			}
-			d.Regs.Set(unwinders.XPSR, w(16))
+			th.Regs.Set(unwinders.XPSR, w(16))
+			threads = append(threads, th)
 		case n.name == "LINUX" && n.typ == ntARMVFP:
+			if len(threads) > 1 {
+				continue // a later thread's FP registers: not the crash's
+			}
 			if len(n.desc) < armVFPSize {
 				d.Warnings = append(d.Warnings, fmt.Sprintf("NT_ARM_VFP note of %d bytes ignored: want %d", len(n.desc), armVFPSize))
 				continue
@@ -165,14 +177,14 @@ func parseELFCore(data []byte, name string, _ func(string) ([]byte, error)) (*Du
 				return nil, err
 			}
 			own = m
+		case n.name == "FAULTLINE" && n.typ == ntFaultlineThreads:
+			names = threadNames(n.desc)
 		}
 	}
-	if threads == 0 {
+	if len(threads) == 0 {
 		return nil, r.errAt(-1, "no NT_PRSTATUS note: a core file without registers cannot be decoded")
 	}
-	if threads > 1 {
-		d.Warnings = append(d.Warnings, fmt.Sprintf("the core holds %d threads (NT_PRSTATUS notes); the first is decoded", threads))
-	}
+	threads[0].Regs.Each(func(reg unwinders.Reg, v uint32) { d.Regs.Set(reg, v) })
 	explicit := fault.SCB{}
 	if own != nil {
 		d.CPU, d.Truth = own.CPU, own.Truth
@@ -185,7 +197,30 @@ func parseELFCore(data []byte, name string, _ func(string) ([]byte, error)) (*Du
 	if err := d.faultFromMemory(explicit); err != nil {
 		return nil, err
 	}
+	if len(threads) > 1 {
+		threads[0].Regs = d.Regs
+		for i := range threads {
+			threads[i].Name = names[threads[i].ID]
+		}
+		d.Threads = threads
+	}
 	return d, nil
+}
+
+// threadNames reads faultline's thread-name note: lines of "ID NAME",
+// the id in decimal. Lines that do not parse are skipped.
+func threadNames(b []byte) map[uint32]string {
+	m := map[uint32]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		id, name, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		if v, err := strconv.ParseUint(id, 10, 32); err == nil && len(name) <= 256 {
+			m[uint32(v)] = name
+		}
+	}
+	return m
 }
 
 // WriteELFCore writes d as an ELF core file that GDB opens with the
@@ -218,6 +253,29 @@ func (d *Dump) WriteELFCore(w io.Writer) error {
 	binary.LittleEndian.PutUint32(pr[prstatusRegOff+4*13:], gdbStackPointer(&d.Regs))
 	binary.LittleEndian.PutUint32(pr[prstatusRegOff+4*16:], d.Regs.Value(unwinders.XPSR))
 	addNote("CORE", ntPRStatus, pr)
+	// The other threads (Dump.Threads after the first), each its own
+	// NT_PRSTATUS with its own pid, so that GDB lists them as threads.
+	var names strings.Builder
+	for i, th := range d.Threads {
+		fmt.Fprintf(&names, "%d %s\n", i+1, strings.ReplaceAll(th.Name, "\n", " "))
+		if i == 0 {
+			continue
+		}
+		pr := make([]byte, prstatusSize)
+		binary.LittleEndian.PutUint32(pr[prstatusPidOff:], uint32(i+1))
+		for k := 0; k < 16; k++ {
+			binary.LittleEndian.PutUint32(pr[prstatusRegOff+4*k:], th.Regs.Value(unwinders.R0+unwinders.Reg(k)))
+		}
+		xpsr, ok := th.Regs.Get(unwinders.XPSR)
+		if !ok {
+			xpsr = 1 << 24 // Thumb: M-profile code always is
+		}
+		binary.LittleEndian.PutUint32(pr[prstatusRegOff+4*16:], xpsr)
+		addNote("CORE", ntPRStatus, pr)
+	}
+	if len(d.Threads) > 1 {
+		addNote("FAULTLINE", ntFaultlineThreads, []byte(names.String()))
+	}
 	if _, ok := d.Regs.Get(unwinders.S(0)); ok {
 		vfp := make([]byte, armVFPSize)
 		for i := 0; i < 32; i++ {

@@ -143,6 +143,9 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 		r.ELFInfo = &ELFJSON{Path: elf.Name(), BuildID: facts.buildID, CPU: facts.cpu}
 	}
 	kernel := discoverThreads(elf, facts.layouts, t, d.Regs, r)
+	if kernel == nil {
+		kernel = dumpThreads(d, r)
+	}
 	chain = threadChain(elf, kernel, chain)
 	res := unwinders.Walk(t, d.Regs, chain, unwinders.Options{MaxFrames: maxFrames})
 	r.Target = t

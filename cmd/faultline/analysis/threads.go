@@ -3,6 +3,7 @@ package analysis
 import (
 	"fmt"
 
+	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/rtos"
 	"github.com/faultline-dev/faultline/unwinders"
@@ -161,6 +162,34 @@ func discoverThreads(elf *elfsym.File, layouts *rtos.Layouts, t *unwinders.Targe
 			t.ProcessStack = unwinders.Range{Lo: th.Stack.Start, Hi: th.Stack.End}
 		}
 	}
+	return k
+}
+
+// dumpThreads lists the threads the dump itself holds (an ELF core's
+// NT_PRSTATUS notes) when no RTOS was found in memory: each is walked
+// from its registers like an RTOS thread, the first (the crash's) being
+// the current one. It returns nil when the dump holds one thread or none.
+func dumpThreads(d *crashdump.Dump, r *Report) *rtos.Kernel {
+	if len(d.Threads) < 2 {
+		return nil
+	}
+	k := &rtos.Kernel{Kind: "core", Source: d.Format + " thread list"}
+	for i, th := range d.Threads {
+		name := th.Name
+		if name == "" {
+			name = fmt.Sprintf("thread %d", th.ID)
+		}
+		st := rtos.Unknown
+		if i == 0 {
+			st = rtos.Running
+		}
+		k.Threads = append(k.Threads, rtos.Thread{
+			ID: th.ID, Name: name, State: st, Current: i == 0, Priority: -1, BasePriority: -1,
+			Regs:  th.Regs,
+			Stack: rtos.Stack{SP: th.Regs.Value(unwinders.SP), HighWaterBytes: -1},
+		})
+	}
+	r.RTOS = &RTOSJSON{Kind: k.Kind, Source: k.Source}
 	return k
 }
 

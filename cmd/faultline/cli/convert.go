@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/faultline-dev/faultline/cmd/faultline/analysis"
 	"github.com/faultline-dev/faultline/crashdump"
 )
 
@@ -20,8 +21,8 @@ const (
 
 func newConvert() *cobra.Command {
 	var (
-		to, out string
-		raw     rawFlags
+		to, out, elfPath string
+		raw              rawFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "convert --to native|crashcatcher|elfcore DUMP... -o OUT",
@@ -33,7 +34,10 @@ a faultline.dump/1 manifest (--to native; regions over 1 KiB go to
 OUT-BASE.ADDRESS.bin files next to OUT, all written atomically; with -o -
 one self-contained manifest with every region as hex goes to stdout) or as a CrashCatcher 3.0 binary (--to crashcatcher), which
 CrashDebug loads, or as an ARM ELF core file (--to elfcore) that GDB opens
-with the firmware: gdb-multiarch FW.elf core.elf. For CrashCatcher, a dump
+with the firmware: gdb-multiarch FW.elf core.elf; with --elf, the RTOS
+threads found in the dump become threads of the core (one NT_PRSTATUS
+each, the crashing one first), which GDB lists with info threads and
+walks with thread apply all bt. For CrashCatcher, a dump
 taken at the fault handler's first instruction is unstacked to the state
 before the exception that CrashCatcher holds.
 
@@ -48,6 +52,8 @@ own files.`,
 				return usagef("-o OUT is required")
 			case raw.regs == "" && len(a) != 1:
 				return usagef("convert takes one DUMP (or, with --regs, memory images), got %d", len(a))
+			case elfPath != "" && to != convertELFCore:
+				return usagef("--elf is used with --to %s only (it finds the RTOS threads the core lists)", convertELFCore)
 			}
 			if err := checkOutputPath(out); err != nil {
 				return err
@@ -64,6 +70,11 @@ own files.`,
 			d := ds[0]
 			for _, w := range d.Warnings {
 				fmt.Fprintf(cmd.ErrOrStderr(), "faultline: warning: %s: %s\n", d.Path, w)
+			}
+			if elfPath != "" {
+				if err := rtosThreadsOf(cmd, elfPath, d); err != nil {
+					return err
+				}
 			}
 			inputs := d.InputFiles()
 			if raw.regs != "" {
@@ -103,8 +114,43 @@ own files.`,
 	}
 	cmd.Flags().StringVar(&to, "to", "", "output format: native|crashcatcher|elfcore (required)")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "output file (required); - for standard output (a native manifest then holds every region inline as hex)")
+	cmd.Flags().StringVar(&elfPath, "elf", "", "with --to elfcore: the firmware ELF, to write the RTOS threads found in the dump as threads of the core")
 	raw.register(cmd)
 	return cmd
+}
+
+// rtosThreadsOf finds the RTOS threads of d with the firmware at elfPath
+// and sets d.Threads to them, the crashing thread first with the crash's
+// registers. Threads whose context was not recovered are left out, with
+// a warning; without an RTOS, d is unchanged.
+func rtosThreadsOf(cmd *cobra.Command, elfPath string, d *crashdump.Dump) error {
+	elf, err := openFirmware(elfPath)
+	if err != nil {
+		return err
+	}
+	defer elf.Close()
+	r, err := analysis.Analyze(elf, d, analysis.Options{})
+	if err != nil {
+		return err
+	}
+	if r.RTOS == nil || len(r.Threads) == 0 || !r.Threads[0].Current {
+		return nil
+	}
+	var ts []crashdump.Thread
+	for _, th := range r.Threads {
+		switch {
+		case th.Current:
+			ts = append(ts, crashdump.Thread{ID: th.Raw.ID, Name: th.Name, Regs: d.Regs})
+		case th.Raw.Err != nil:
+			fmt.Fprintf(cmd.ErrOrStderr(), "faultline: warning: %s: thread %s left out of the core: %v\n", d.Path, th.Name, th.Raw.Err)
+		default:
+			ts = append(ts, crashdump.Thread{ID: th.Raw.ID, Name: th.Name, Regs: th.Raw.Regs})
+		}
+	}
+	if len(ts) > 1 {
+		d.Threads = ts
+	}
+	return nil
 }
 
 // checkOutputPath refuses an -o that names an existing directory: a
