@@ -63,9 +63,14 @@ FW_NOINLINE Sample *try_sample(uint32_t t)
 	return s;
 }
 
+/* Published through a volatile pointer: without it the compilers may
+ * elide the new[]/delete[] pair (C++14 allocation elision). */
+static uint32_t *volatile scratch_seen;
+
 FW_NOINLINE void scratch()
 {
 	uint32_t *s = new uint32_t[50];
+	scratch_seen = s;
 	s[0] = 1;
 	fw_sink += s[0];
 	delete[] s;
