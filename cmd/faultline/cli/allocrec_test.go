@@ -37,9 +37,33 @@ func recorderBuilds(t *testing.T) []string {
 	}
 	var out []string
 	for _, p := range m {
-		out = append(out, strings.TrimSuffix(filepath.Base(p), ".elf"))
+		if b := strings.TrimSuffix(filepath.Base(p), ".elf"); !strings.HasSuffix(b, "-strip") {
+			out = append(out, b)
+		}
 	}
 	return out
+}
+
+// TestAllocRecStripped: with the ELF stripped of its debugging information
+// (gcc-m3-O2-strip, objcopy --strip-debug) analyze takes the table's
+// layout from its header and still finds the same sites and blocks, named
+// by symbol.
+func TestAllocRecStripped(t *testing.T) {
+	dump := filepath.Join(repo, "fixtures/allocrec/gcc-m3-O2.crashcatcher.hex")
+	full := captureAnalyze(t, filepath.Join(repo, recorderDir, "build/gcc-m3-O2.elf"), dump)
+	stripped := captureAnalyze(t, filepath.Join(repo, recorderDir, "build/gcc-m3-O2-strip.elf"), dump)
+	a := stripped.Allocations
+	if a == nil || a.Error != "" || a.Layout != "header" || full.Allocations == nil || full.Allocations.Layout != "DWARF" {
+		t.Fatalf("stripped %+v, full %+v", a, full.Allocations)
+	}
+	if g, w := siteBlocks(stripped), siteBlocks(full); !slices.Equal(g, w) || len(g) != 6 {
+		t.Errorf("blocks differ:\n stripped %q\n DWARF    %q", g, w)
+	}
+	for _, s := range a.Sites {
+		if s.File != "" || s.Line != 0 || s.Stack[0].Method != "lr" {
+			t.Errorf("site %+v: file:line without debugging information", s)
+		}
+	}
 }
 
 // plantedSite is one allocation site of the sample that keeps blocks live
