@@ -6,7 +6,7 @@ BIN     := bin/faultline
 DEMO_ELF  := firmware-samples/build/gcc-m3-O2.elf
 DEMO_DUMP := fixtures/qemu/gcc-m3-O2-null_write_deep.json
 
-.PHONY: all deps toolchain build demo test vet race fuzz firmware firmware-check oracle clean accuracy regress-example matrix matrix-readme hostile-check bench-peers
+.PHONY: all deps toolchain build demo test vet race fuzz firmware firmware-check oracle clean accuracy regress-example matrix matrix-readme hostile-check bench-peers bench-rtos-batch
 
 all: build
 
@@ -107,3 +107,9 @@ matrix-readme: build
 # firmware (fixtures/bench/README.md). Minutes; not part of CI.
 bench-peers: toolchain
 	fixtures/bench/peers.sh $(BENCHFLAGS)
+
+# The RTOS batch as whole processes: 500 copies of a 13-task FreeRTOS dump
+# through analyze -j 1 --format jsonl; prints dumps per CPU-second (user +
+# system, start-up included). RTOSBATCHFLAGS="-n 2000 -r 11" for more.
+bench-rtos-batch:
+	fixtures/bench/rtos-batch.sh $(RTOSBATCHFLAGS)

@@ -119,6 +119,7 @@ type File struct {
 	// libstdc++ template name costs tens of microseconds.
 	demCache sync.Map
 	memo     sync.Map // string -> *memoEntry (Memo)
+	symCache symCache // Symbolize per address
 }
 
 // Open reads the ELF file at path and builds its indexes. The file is read

@@ -3,7 +3,9 @@ package elfsym
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
+	"sync"
 )
 
 // Location is one level of the source position of an address. Symbolize
@@ -76,7 +78,49 @@ func (f *File) symbolize(addr uint32, skip func(*fnode) bool) ([]Location, error
 }
 
 func (f *File) appendSymbolize(dst []Location, addr uint32, skip func(*fnode) bool) ([]Location, error) {
-	return f.appendSymbolizeOpt(dst, addr, skip, true)
+	if skip != nil {
+		return f.appendSymbolizeOpt(dst, addr, skip, true)
+	}
+	if e, ok := f.symCache.get(addr); ok {
+		return append(dst, e.locs...), e.err
+	}
+	base := len(dst)
+	dst, err := f.appendSymbolizeOpt(dst, addr, nil, true)
+	f.symCache.put(addr, symEntry{locs: slices.Clone(dst[base:]), err: err})
+	return dst, err
+}
+
+// symCacheMax bounds the addresses a File remembers the symbolization of:
+// a firmware's dumps keep returning to the same few hundred call sites,
+// and at most this many chains (a few hundred bytes each) stay in memory.
+const symCacheMax = 1 << 14
+
+// symCache remembers Symbolize's answer per address. Safe for concurrent
+// use; when full it starts over.
+type symCache struct {
+	mu sync.Mutex
+	m  map[uint32]symEntry
+}
+
+type symEntry struct {
+	locs []Location // never modified once stored
+	err  error
+}
+
+func (c *symCache) get(addr uint32) (symEntry, bool) {
+	c.mu.Lock()
+	e, ok := c.m[addr]
+	c.mu.Unlock()
+	return e, ok
+}
+
+func (c *symCache) put(addr uint32, e symEntry) {
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= symCacheMax {
+		c.m = make(map[uint32]symEntry)
+	}
+	c.m[addr] = e
+	c.mu.Unlock()
 }
 
 // AppendAddr2LineText appends what `addr2line -f -i` (with demangle, -C)

@@ -30,10 +30,8 @@ func CallBefore(m Memory, ret uint32) (CallSite, bool) {
 	// A 32-bit BL ending at ret starts at ret-4. Check it first: a BLX Rm
 	// halfword pattern can also be the second half of a BL.
 	if ret >= 4 {
-		var b [4]byte
-		if err := m.Read(ret-4, b[:]); err == nil {
-			h1 := uint16(b[0]) | uint16(b[1])<<8
-			h2 := uint16(b[2]) | uint16(b[3])<<8
+		if w, err := ReadU32(m, ret-4); err == nil {
+			h1, h2 := uint16(w), uint16(w>>16)
 			if h1&0xF800 == 0xF000 && h2&0xD000 == 0xD000 {
 				return CallSite{Kind: CallBL, Addr: ret - 4, Target: blTarget(ret-4, h1, h2)}, true
 			}

@@ -34,6 +34,17 @@ func (e *UnmappedError) Unwrap() error { return ErrUnmapped }
 
 // ReadU32 reads a little-endian word.
 func ReadU32(m Memory, addr uint32) (uint32, error) {
+	if im, ok := m.(*Image); ok {
+		// The concrete call keeps the buffer on the stack.
+		if b, ok := im.slice(addr, 4); ok {
+			return binary.LittleEndian.Uint32(b), nil
+		}
+		var b [4]byte
+		if err := im.Read(addr, b[:]); err != nil {
+			return 0, err
+		}
+		return binary.LittleEndian.Uint32(b[:]), nil
+	}
 	var b [4]byte
 	if err := m.Read(addr, b[:]); err != nil {
 		return 0, err
@@ -43,6 +54,16 @@ func ReadU32(m Memory, addr uint32) (uint32, error) {
 
 // ReadU16 reads a little-endian halfword.
 func ReadU16(m Memory, addr uint32) (uint16, error) {
+	if im, ok := m.(*Image); ok {
+		if b, ok := im.slice(addr, 2); ok {
+			return binary.LittleEndian.Uint16(b), nil
+		}
+		var b [2]byte
+		if err := im.Read(addr, b[:]); err != nil {
+			return 0, err
+		}
+		return binary.LittleEndian.Uint16(b[:]), nil
+	}
 	var b [2]byte
 	if err := m.Read(addr, b[:]); err != nil {
 		return 0, err
@@ -99,19 +120,69 @@ func (im *Image) AddLayer(regions ...Region) error {
 	return nil
 }
 
+// search returns the index of the first region of layer l that ends
+// above addr (len(l) when none does).
+func search(l []Region, addr uint32) int {
+	lo, hi := 0, len(l)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if l[m].End() > uint64(addr) {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	return lo
+}
+
 // find returns the region of layer l holding addr.
 func find(l []Region, addr uint32) (Region, bool) {
-	i := sort.Search(len(l), func(i int) bool { return l[i].End() > uint64(addr) })
+	i := search(l, addr)
 	if i < len(l) && l[i].Contains(addr) {
 		return l[i], true
 	}
 	return Region{}, false
 }
 
+// slice returns the image's bytes [addr, addr+n) without copying when one
+// region holds them all and no region of a higher layer covers any of
+// them (the common case: a word of the dump's RAM, an instruction of the
+// ELF's flash); ok is false otherwise, and Read then does the general
+// work. The bytes must not be modified.
+func (im *Image) slice(addr uint32, n int) ([]byte, bool) {
+	end := uint64(addr) + uint64(n)
+	for li := len(im.layers) - 1; li >= 0; li-- {
+		l := im.layers[li]
+		i := search(l, addr)
+		if i >= len(l) {
+			continue
+		}
+		r := &l[i]
+		if r.Addr > addr {
+			// No region of this layer holds addr; one starting inside
+			// the run would hide the layers below.
+			if uint64(r.Addr) < end {
+				return nil, false
+			}
+			continue
+		}
+		if end > r.End() {
+			return nil, false
+		}
+		o := int(addr - r.Addr)
+		return r.Data[o : o+n : o+n], true
+	}
+	return nil, false
+}
+
 // Read implements Memory. A read may span regions and layers.
 func (im *Image) Read(addr uint32, p []byte) error {
 	if uint64(addr)+uint64(len(p)) > 1<<32 {
 		return &UnmappedError{Addr: addr, Size: len(p)}
+	}
+	if b, ok := im.slice(addr, len(p)); ok {
+		copy(p, b)
+		return nil
 	}
 	done := 0
 	for done < len(p) {
@@ -132,7 +203,7 @@ func (im *Image) Read(addr uint32, p []byte) error {
 		end := min(r.End(), uint64(addr)+uint64(len(p)))
 		// A region of a higher layer may begin inside this run: stop there.
 		for _, l := range im.layers[li+1:] {
-			j := sort.Search(len(l), func(j int) bool { return l[j].End() > uint64(a) })
+			j := search(l, a)
 			if j < len(l) && uint64(l[j].Addr) < end {
 				end = uint64(l[j].Addr)
 			}

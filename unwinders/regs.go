@@ -57,7 +57,7 @@ func (r Reg) String() string {
 		return specialNames[r]
 	}
 	if int(r) < NumRegs {
-		return fmt.Sprintf("s%d", r-S0)
+		return sNames[r-S0]
 	}
 	return fmt.Sprintf("reg%d", r)
 }
@@ -85,13 +85,26 @@ func ParseReg(name string) (Reg, bool) {
 			return Reg(i), true
 		}
 	}
-	if len(n) >= 2 && n[0] == 's' {
-		var k int
-		if _, err := fmt.Sscanf(n, "s%d", &k); err == nil && k >= 0 && k < 32 && fmt.Sprintf("s%d", k) == n {
+	// s0 .. s31, spelled canonically (no sign, no leading zero).
+	if len(n) >= 2 && len(n) <= 3 && n[0] == 's' {
+		k := 0
+		for _, c := range n[1:] {
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			k = 10*k + int(c-'0')
+		}
+		if k < 32 && sNames[k] == n {
 			return S(k), true
 		}
 	}
 	return 0, false
+}
+
+// sNames are the names of S0 .. S31.
+var sNames = [32]string{
+	"s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "s12", "s13", "s14", "s15",
+	"s16", "s17", "s18", "s19", "s20", "s21", "s22", "s23", "s24", "s25", "s26", "s27", "s28", "s29", "s30", "s31",
 }
 
 // Registers is a register file in which every value is either known or

@@ -168,7 +168,10 @@ func walk(t *Target, regs Registers, chain []Unwinder, opt Options) Result {
 	if t.Profile == ProfileUnknown {
 		t.Profile = V7M
 	}
-	res := Result{Frames: []Frame{f0}}
+	// Most walks end within a handful of frames: room for them up front
+	// spares growing (and copying) the slice frame by frame.
+	res := Result{Frames: make([]Frame, 1, min(max+1, 6))}
+	res.Frames[0] = f0
 	gaps := 0
 	if IsLockup(regs.Value(PC)) {
 		return Result{Frames: res.Frames, Stop: Stop{Kind: StopLockup, Detail: fmt.Sprintf("PC is 0x%08x", regs.Value(PC))}}
@@ -303,7 +306,8 @@ func step(t *Target, frames []Frame, chain []Unwinder) (Frame, string, *Stop) {
 	cur := &frames[len(frames)-1]
 	var first *Stop
 	var reasons []string
-	var fallback *Frame
+	var fallback Frame // valid when haveFallback (a value: no frame escapes per step)
+	var haveFallback bool
 	var fallbackDetail string
 	for _, u := range chain {
 		caller, err := u.Step(t, frames)
@@ -336,16 +340,16 @@ func step(t *Target, frames []Frame, chain []Unwinder) (Frame, string, *Stop) {
 			var detail string
 			caller.Call, detail = t.CheckCall(cur, caller.PC)
 			if caller.Call == CallMismatch {
-				if fallback == nil {
-					fallback, fallbackDetail = &caller, detail
+				if !haveFallback {
+					fallback, fallbackDetail, haveFallback = caller, detail, true
 				}
 				continue
 			}
 		}
 		return caller, "", nil
 	}
-	if fallback != nil {
-		return *fallback, fallbackDetail, nil
+	if haveFallback {
+		return fallback, fallbackDetail, nil
 	}
 	if first != nil {
 		if len(reasons) > 1 {

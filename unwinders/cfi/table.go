@@ -3,6 +3,7 @@ package cfi
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/faultline-dev/faultline/unwinders"
 	"github.com/faultline-dev/faultline/unwinders/cfi/frame"
@@ -26,12 +27,59 @@ var (
 // Table is the call frame information of one program: the decoded
 // .debug_frame and .eh_frame sections and an FDE index of each. Lookup
 // prefers .debug_frame, which GCC and clang fill for every function
-// compiled with -g, and falls back to .eh_frame. A Table is immutable and
-// safe for concurrent use.
+// compiled with -g, and falls back to .eh_frame. A Table is immutable
+// (but for a cache of the rows it computed) and safe for concurrent use.
 type Table struct {
 	sections []*frame.Section
 	indexes  []*frame.Index
 	problems []error
+
+	rows rowCache
+}
+
+// rowCacheMax bounds the addresses a Table remembers the row of: the walks
+// of many dumps of one firmware step through the same call sites again and
+// again, and running an FDE's instructions up to the address each time
+// costs more than the rest of the step. About a kilobyte per row.
+const rowCacheMax = 4096
+
+// rowCache remembers RowAt per address. When full it starts over.
+type rowCache struct {
+	mu sync.Mutex
+	m  map[uint32]rowEntry
+}
+
+type rowEntry struct {
+	fde *frame.FDE // nil: no FDE covers the address
+	row *frame.Row // never modified once stored
+	err error
+}
+
+// rowAt returns the FDE that covers pc (nil when none does) and the row
+// that holds at pc, or RowAt's error.
+func (t *Table) rowAt(pc uint32) (*frame.FDE, *frame.Row, error) {
+	t.rows.mu.Lock()
+	e, ok := t.rows.m[pc]
+	t.rows.mu.Unlock()
+	if ok {
+		return e.fde, e.row, e.err
+	}
+	if fde, found := t.Lookup(pc); found {
+		e.fde = fde
+		row, err := fde.RowAt(uint64(pc))
+		if err != nil {
+			e.err = err
+		} else {
+			e.row = &row
+		}
+	}
+	t.rows.mu.Lock()
+	if t.rows.m == nil || len(t.rows.m) >= rowCacheMax {
+		t.rows.m = make(map[uint32]rowEntry)
+	}
+	t.rows.m[pc] = e
+	t.rows.mu.Unlock()
+	return e.fde, e.row, e.err
 }
 
 // Load decodes the call frame sections of p and indexes them. Entries that

@@ -128,15 +128,14 @@ func (u *Unwinder) Step(t *unwinders.Target, frames []unwinders.Frame) (unwinder
 		return unwinders.Frame{}, declined(err, "%s", msg(err))
 	}
 	pc := cur.LookupPC()
-	fde, ok := tab.Lookup(pc)
-	if !ok {
+	fde, row, err := tab.rowAt(pc)
+	if fde == nil {
 		return unwinders.Frame{}, declined(ErrNoFDE, "no FDE covers 0x%08x", pc)
 	}
-	row, err := fde.RowAt(uint64(pc))
 	if err != nil {
 		return unwinders.Frame{}, declined(err, "%v: %s", fde, msg(err))
 	}
-	caller, err := Unwind(t.Mem, &row, fde.CIE.RAColumn, cur)
+	caller, err := Unwind(t.Mem, row, fde.CIE.RAColumn, cur)
 	if err != nil {
 		if errors.Is(err, unwinders.ErrUnmapped) || errors.Is(err, ErrOutermost) {
 			return unwinders.Frame{}, &StepError{Reason: fmt.Sprintf("0x%08x: %s", pc, msg(err)), Err: err}
@@ -144,7 +143,7 @@ func (u *Unwinder) Step(t *unwinders.Target, frames []unwinders.Frame) (unwinder
 		return unwinders.Frame{}, declined(err, "0x%08x: %s", pc, msg(err))
 	}
 	if !cur.ReturnAddress {
-		if why := staleAt(t.Mem, &row, pc); why != "" {
+		if why := staleAt(t.Mem, row, pc); why != "" {
 			caller.Confidence = unwinders.ConfidenceMedium
 			caller.Note = why
 		}

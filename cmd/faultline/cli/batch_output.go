@@ -18,8 +18,9 @@ import (
 type reportWriter struct {
 	w      io.Writer
 	format string
-	multi  bool // a JSON array, pages into a directory
-	n      int  // reports written
+	multi  bool           // a JSON array, pages into a directory
+	n      int            // reports written
+	enc    *reportEncoder // jsonl
 
 	// html
 	dir     string
@@ -126,7 +127,15 @@ func (rw *reportWriter) report(r batchResult) error {
 		_, err = io.WriteString(rw.w, sep+string(b))
 		return err
 	case "jsonl":
-		return json.NewEncoder(rw.w).Encode(rep)
+		if rw.enc == nil {
+			rw.enc = newReportEncoder()
+		}
+		line, err := rw.enc.encode(rep)
+		if err != nil {
+			return err
+		}
+		_, err = rw.w.Write(line)
+		return err
 	case "html":
 		if rw.dir == "" {
 			return analysis.WriteHTML(rw.w, rep, r.dump, rw.html)
