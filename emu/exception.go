@@ -16,6 +16,8 @@ const (
 	controlSP   = 1 << 1 // SPSEL
 	controlFPCA = 1 << 2
 	controlSFPA = 1 << 3 // ARMv8-M with the FP and Security Extensions
+	// retpsrSFPA is CONTROL_S.SFPA in the stacked xPSR (RETPSR) on ARMv8-M.
+	retpsrSFPA = 1 << 20
 
 	frameBasic    = 0x20
 	frameExtended = 0x68
@@ -188,6 +190,11 @@ func (m *machine) enterException(exc int, ret uint32) (*entryFault, error) {
 		// return re-executes it under its condition (B1.5.6).
 		stacked = stacked&^xpsrITMask | uint32(m.faultIT&3)<<25 | uint32(m.faultIT&0xfc)<<8
 	}
+	if m.cpu.v8m && m.cpu.fp && control&controlSFPA != 0 {
+		// ARMv8-M: RETPSR.SFPA (bit 20) keeps CONTROL_S.SFPA, which
+		// the entry clears; the return restores it.
+		stacked |= retpsrSFPA
+	}
 	frame := sp - size
 	if sp&4 != 0 { // CCR.STKALIGN is 1 (B3.2.8)
 		frame &^= 7
@@ -265,6 +272,7 @@ func (m *machine) enterException(exc int, ret uint32) (*entryFault, error) {
 	if lazy {
 		m.scs.FPCCR |= fpccrLSPACT
 		m.scs.FPCAR = frame + 0x20
+		m.lazyFPPush()
 	}
 	excReturn := uint32(0xFFFFFFE1)
 	if !fpca {
@@ -354,8 +362,10 @@ func (m *machine) exceptionReturn() error {
 	}
 	ret, xpsr := w(6), w(7)
 	if ext {
+		m.lazyFPPull()
 		if m.scs.FPCCR&fpccrLSPACT != 0 {
 			m.scs.FPCCR &^= fpccrLSPACT // the registers were never saved
+			m.lazyFPPush()
 		} else {
 			for i := 0; i < 16; i++ {
 				var s [16]byte
@@ -395,6 +405,10 @@ func (m *machine) exceptionReturn() error {
 		control = control&^(controlSP|controlFPCA) | boolBit(onPSP, controlSP)
 	}
 	control = control&^controlFPCA | boolBit(ext, controlFPCA)
+	if m.cpu.v8m && m.cpu.fp {
+		control = control&^controlSFPA | boolBit(xpsr&retpsrSFPA != 0, controlSFPA)
+	}
+	xpsr &^= retpsrSFPA
 	if err := m.setSysState(xpsr&^xpsrAlign, control, msp, psp); err != nil {
 		return err
 	}
@@ -474,6 +488,7 @@ func (m *machine) result(cause Cause) (*Result, error) {
 		return nil, m.hookErr
 	}
 	res.Exception = int(g.XPSR & 0x1ff)
+	m.lazyFPPull()
 	s := &m.scs
 	res.Fault = FaultRegisters{
 		CFSR: s.CFSR, HFSR: s.HFSR, DFSR: s.DFSR, MMFAR: s.MMFAR, BFAR: s.BFAR,

@@ -219,8 +219,15 @@ func (m *machine) setup() error {
 		}
 	}
 	if err := e.MMIOMap(scsBase, scsSize,
-		func(off uint64, size int) uint64 { return uint64(m.scs.Read(scsBase+uint32(off), size)) },
-		func(off uint64, size int, v uint64) { m.scs.Write(scsBase+uint32(off), size, uint32(v)) },
+		func(off uint64, size int) uint64 {
+			m.lazyFPPull()
+			return uint64(m.scs.Read(scsBase+uint32(off), size))
+		},
+		func(off uint64, size int, v uint64) {
+			m.lazyFPPull()
+			m.scs.Write(scsBase+uint32(off), size, uint32(v))
+			m.lazyFPPush()
+		},
 	); err != nil {
 		return fmt.Errorf("emu: mapping the System Control Space: %w", err)
 	}
@@ -260,6 +267,9 @@ func (m *machine) setup() error {
 		m.irqs = append(m.irqs, irqState{IRQ: q})
 	}
 	m.nextCheckpoint = m.chunk
+	if err := m.watchFP(); err != nil {
+		return fmt.Errorf("emu: %w", err)
+	}
 	if !m.cpu.v6m {
 		for _, a := range m.img.divides() {
 			if err := tr.WatchDivide(a); err != nil {
@@ -450,6 +460,7 @@ func (m *machine) saveCheckpoint(pc uint64) error {
 			return fmt.Errorf("emu: checkpoint: %w", err)
 		}
 	}
+	m.lazyFPPull()
 	c.scs = m.scs
 	m.tr.Save(&c.tr)
 	c.active = append(c.active[:0], m.active...)
@@ -478,6 +489,7 @@ func (m *machine) restoreCheckpoint() error {
 	}
 	// The function fields (now, onWrite, onCCR) are the same in the copy.
 	m.scs = c.scs
+	m.lazyFPPush()
 	m.tr.Restore(&c.tr)
 	m.tr.SetDivideTrap(m.scs.CCR&ccrDIV0TRP != 0)
 	m.active = append(m.active[:0], c.active...)

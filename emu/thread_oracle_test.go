@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/emu"
 )
 
@@ -144,4 +145,69 @@ func TestThreadTruthsMatchGDB(t *testing.T) {
 	}
 	fmt.Fprintf(&table, "%d tasks besides the crashing one: %d with the emulator's true stack equal to GDB's backtrace PC for PC, %d accepted differences\n", total, matched, accepted)
 	t.Log("\n" + table.String())
+}
+
+// TestRTOSMemoryMatchesQEMU compares the whole RAM of every FreeRTOS test
+// kernel at the first instruction of the HardFault handler with QEMU's at
+// the same point (fixtures/rtos/freertos/<build>.json), byte for byte: the
+// saved context of every task, its stack and the kernel's lists. On the
+// FPU builds this needs the lazy FP state preservation (lazyfp.go: the
+// context switch's VSTMDB stores the switched-out task's s0-s15 into its
+// frame) and, on ARMv8-M, RETPSR.SFPA in each stacked xPSR.
+func TestRTOSMemoryMatchesQEMU(t *testing.T) {
+	oracleSkip(t)
+	paths, _ := filepath.Glob("../fixtures/rtos/freertos/*.tasks.json")
+	if len(paths) == 0 {
+		t.Fatal("no fixtures")
+	}
+	for _, p := range paths {
+		build := strings.TrimSuffix(filepath.Base(p), ".tasks.json")
+		d, err := crashdump.Load(strings.TrimSuffix(p, ".tasks.json") + ".json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := emu.Run(context.Background(), emu.Config{ELF: "../firmware-samples/rtos-freertos/build/" + build + ".elf", MaxInsns: 50_000_000, Timeout: time.Minute})
+		if err != nil {
+			t.Errorf("%s: %v", build, err)
+			d.Close()
+			continue
+		}
+		compared, differ := 0, 0
+		var first []string
+		for _, q := range d.Memory {
+			if q.Addr >= 0xE0000000 {
+				continue // the SCB: compared by TestOracleMatch
+			}
+			for i, want := range q.Data {
+				a := q.Addr + uint32(i)
+				got, ok := byteAt(res, a)
+				if !ok {
+					continue
+				}
+				compared++
+				if got != want {
+					differ++
+					if len(first) < 8 {
+						first = append(first, fmt.Sprintf("%#x: %#02x, QEMU %#02x", a, got, want))
+					}
+				}
+			}
+		}
+		d.Close()
+		if compared < 1024 {
+			t.Errorf("%s: only %d RAM bytes compared", build, compared)
+		}
+		if differ > 0 {
+			t.Errorf("%s: %d of %d RAM bytes differ from QEMU's: %s", build, differ, compared, strings.Join(first, "; "))
+		}
+	}
+}
+
+func byteAt(res *emu.Result, a uint32) (byte, bool) {
+	for _, m := range res.Memory {
+		if a >= m.Addr && uint64(a) < uint64(m.Addr)+uint64(len(m.Data)) {
+			return m.Data[a-m.Addr], true
+		}
+	}
+	return 0, false
 }

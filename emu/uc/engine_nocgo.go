@@ -78,11 +78,17 @@ func (t *Tracker) LastIT() uint8                               { return 0 }
 func (t *Tracker) WatchDivide(addr uint32) error               { return ErrUnavailable }
 func (t *Tracker) SetDivideTrap(on bool)                       {}
 func (t *Tracker) DivideFault() (pc uint32, ok bool)           { return 0, false }
-func (t *Tracker) Frames() []ShadowFrame                       { return nil }
-func (t *Tracker) Dropped() uint64                             { return 0 }
-func (t *Tracker) PopException() bool                          { return false }
-func (t *Tracker) Save(s *TrackerState)                        {}
-func (t *Tracker) Restore(s *TrackerState)                     {}
+
+// WatchFP, SetLazyFP, LazyFP and LazyFPSaves are unavailable without cgo.
+func (t *Tracker) WatchFP(addr uint32) error           { return ErrUnavailable }
+func (t *Tracker) SetLazyFP(active bool, fpcar uint32) {}
+func (t *Tracker) LazyFP() bool                        { return false }
+func (t *Tracker) LazyFPSaves() (saves, failed uint64) { return 0, 0 }
+func (t *Tracker) Frames() []ShadowFrame               { return nil }
+func (t *Tracker) Dropped() uint64                     { return 0 }
+func (t *Tracker) PopException() bool                  { return false }
+func (t *Tracker) Save(s *TrackerState)                {}
+func (t *Tracker) Restore(s *TrackerState)             {}
 
 func (t *Tracker) PushException(exc int, pc, sp, isp uint32, psp bool) {}
 

@@ -4,6 +4,7 @@
 #include <string.h>
 #include "tracker.h"
 #include "heapwatch.h"
+#include "lazyfp.h"
 #include "_cgo_export.h"
 
 // fl_thumb_count counts the Thumb instructions in code[0:size] and reports
@@ -390,6 +391,7 @@ void fl_tracker_free(fl_tracker *t) {
 	}
 	free(t->div_hooks);
 	fl_hw_free(t->hw);
+	fl_lazyfp_free(t);
 	free(t->fn_start);
 	free(t->fn_end);
 	free(t->stack);

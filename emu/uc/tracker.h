@@ -115,6 +115,8 @@ typedef struct fl_tracker {
 
 	// Heap watching (heapwatch.h), NULL when off.
 	struct fl_heapwatch *hw;
+	// Lazy FP state preservation (lazyfp.h), NULL until used.
+	struct fl_lazyfp *lf;
 
 	fl_block cache[FL_BLOCK_CACHE];
 } fl_tracker;
