@@ -207,7 +207,8 @@ func (c *classifier) excReturn(slot, w uint32) (Candidate, bool) {
 
 // plausibleFrame returns "" when the basic frame at addr looks like what
 // exception entry stacks for exc, else what is wrong. Checked: the frame
-// is readable, the stacked xPSR's reserved bits 23:20 are zero, its
+// is readable, the stacked xPSR's reserved bits 23:20 are zero (bit 20 is
+// RETPSR.SFPA on ARMv8-M, set when the Secure code had FP context), its
 // exception number agrees with the mode EXC_RETURN returns to (ARMv7-M ARM
 // B1.4.2, B1.5.8), and the stacked return address is halfword aligned.
 func plausibleFrame(t *unwinders.Target, exc unwinders.ExcReturn, addr uint32) string {
@@ -219,7 +220,11 @@ func plausibleFrame(t *unwinders.Target, exc unwinders.ExcReturn, addr uint32) s
 		return uint32(b[4*i]) | uint32(b[4*i+1])<<8 | uint32(b[4*i+2])<<16 | uint32(b[4*i+3])<<24
 	}
 	pc, xpsr := word(6), word(7)
-	if xpsr&0x00F00000 != 0 {
+	reserved := uint32(0x00F00000)
+	if t.Profile == unwinders.V8M {
+		reserved &^= 1 << 20 // RETPSR.SFPA: CONTROL_S.SFPA at the exception
+	}
+	if xpsr&reserved != 0 {
 		return "stacked xPSR has reserved bits set"
 	}
 	ipsr := xpsr & 0x1FF
