@@ -38,6 +38,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"schema":"faultline.dump/1","registers":{"s31":1,"FP":"0x7","cpsr":null},"fault":{"SFSR":"0xff"},` +
 		`"memory":[{"address":"0xe000ed00","hex":"` + strings.Repeat("ff", 64) + `"},{"address":4294967264,"file":"a/b.bin","size":32}],` +
 		`"truth":{"source":"","frames":[{"kind":"normal","line":"0x10"},{"pc":null}],"x":1}}`))
+	f.Add([]byte(threadTruthSeed))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d, err := Parse(data, "fuzz.json", fuzzFiles)
 		if err != nil {
@@ -74,3 +75,10 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// threadTruthSeed is a manifest with truth.threads (the emulator's
+// switched-out RTOS threads), for the fuzz targets.
+const threadTruthSeed = `{"schema":"faultline.dump/1","registers":{"pc":"0x60","sp":"0x20003fb8"},` +
+	`"truth":{"source":"emulator-shadow-stack","frames":[{"pc":"0x60","function":"HardFault_Handler"},{"kind":"exception"}],` +
+	`"threads":[{"frame":"0x20000660","sp":"0x20000680","frames":[{"pc":"0xaf8","function":"rtk_exit_critical"},{"pc":3134}]},` +
+	`{"frame":1,"sp":null,"frames":[],"later":[1]}]}}`

@@ -430,6 +430,7 @@ func mutate(data []byte, seed uint64) [][]byte {
 // native manifest in fixtures/ and the cases of TestNativeFastCases.
 func FuzzNativeFast(f *testing.F) {
 	f.Add([]byte(sample))
+	f.Add([]byte(threadTruthSeed))
 	for _, in := range nativeInputs(f) {
 		f.Add(in.data)
 	}
