@@ -182,16 +182,22 @@ func Read(mem unwinders.Memory, in Input) (*Table, error) {
 			t.Problems = append(t.Problems, fmt.Sprintf(format, args...))
 		}
 	}
+	// One backing array for every entry's return addresses, and room for
+	// every entry: no growth while reading.
+	rets := make([]uint32, 0, int(count)*depth)
+	t.Entries = make([]Entry, 0, count)
 	for i := 0; i < int(count); i++ {
 		e := buf[i*int(esize) : (i+1)*int(esize)]
 		ent := Entry{Addr: le.Uint32(e[l.AddrOff:]), Size: le.Uint32(e[l.SizeOff:])}
+		first := len(rets)
 		for k := 0; k < depth; k++ {
 			r := le.Uint32(e[int(l.RetOff)+4*k:])
 			if r == 0 {
 				break
 			}
-			ent.Returns = append(ent.Returns, r)
+			rets = append(rets, r)
 		}
+		ent.Returns = rets[first:len(rets):len(rets)]
 		at := in.Addr + hsize + uint32(i)*esize
 		switch {
 		case ent.Addr == 0:

@@ -227,3 +227,40 @@ func FuzzRead(f *testing.F) {
 		tab.Check(nil)
 	})
 }
+
+// BenchmarkRead reads a full table of MaxCapacity entries of depth 4 (1.5
+// MiB) and groups it by site: the worst case the reader accepts.
+func BenchmarkRead(b *testing.B) {
+	const n = MaxCapacity
+	data := make([]byte, HeaderSize+n*24)
+	le := binary.LittleEndian
+	le.PutUint32(data[0:], Magic)
+	le.PutUint16(data[4:], Version)
+	le.PutUint16(data[6:], HeaderSize)
+	le.PutUint16(data[8:], 24)
+	le.PutUint16(data[10:], 4)
+	le.PutUint32(data[12:], n)
+	le.PutUint32(data[16:], n)
+	for i := range n {
+		o := HeaderSize + i*24
+		le.PutUint32(data[o:], ram+0x100000+uint32(i)*16)
+		le.PutUint32(data[o+4:], 8)
+		le.PutUint32(data[o+8:], 0x1001+uint32(i%97)*4)
+		le.PutUint32(data[o+12:], 0x2001)
+	}
+	im := new(unwinders.Image)
+	if err := im.AddLayer(unwinders.Region{Name: "ram", Addr: ram, Data: data}); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		t, err := Read(im, Input{Addr: ram})
+		if err != nil || len(t.Entries) != n {
+			b.Fatal(err)
+		}
+		if len(t.Sites()) != 97 {
+			b.Fatal("sites")
+		}
+	}
+}

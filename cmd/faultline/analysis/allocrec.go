@@ -68,8 +68,19 @@ type AllocBlockJSON struct {
 
 // allocrecLayout reads the table's entry layout from the firmware's debug
 // types: the variable fl_allocrec, a struct {h, entries[]} whose entries
-// are {addr, size, ret[]}. nil when the DWARF does not describe it.
+// are {addr, size, ret[]}. nil when the DWARF does not describe it. Read
+// once per ELF (indexing the types is linear in the DWARF), then shared
+// by every dump of it.
 func allocrecLayout(f *elfsym.File) *allocrec.Layout {
+	l, _ := f.Memo("analysis.allocrec.layout", func() any { return readAllocrecLayout(f) }).(*allocrec.Layout)
+	if l == nil {
+		return nil
+	}
+	c := *l
+	return &c
+}
+
+func readAllocrecLayout(f *elfsym.File) *allocrec.Layout {
 	d := f.DWARF()
 	if d == nil {
 		return nil
@@ -209,8 +220,12 @@ func recordedAllocations(f *elfsym.File, t *unwinders.Target, r *Report) *Alloca
 	return out
 }
 
+// maxTextSites bounds the sites the text report lists one by one.
+const maxTextSites = 20
+
 // writeAllocations prints the recorder's table: the sites, most bytes
-// first, each with the return addresses of its largest block.
+// first (the first maxTextSites), each with the return addresses of its
+// largest block.
 func writeAllocations(b *strings.Builder, r *Report) {
 	a := r.Allocations
 	if a == nil {
@@ -227,7 +242,17 @@ func writeAllocations(b *strings.Builder, r *Report) {
 		b.WriteString(", callers above it from a stack scan (may be stale)")
 	}
 	b.WriteString("\n")
-	for _, s := range a.Sites {
+	for i, s := range a.Sites {
+		if i == maxTextSites {
+			var bytes uint64
+			blocks := 0
+			for _, r := range a.Sites[i:] {
+				bytes += r.Bytes
+				blocks += r.Blocks
+			}
+			fmt.Fprintf(b, "  and %d more sites: %d bytes in %d blocks (the JSON lists every site)\n", len(a.Sites)-i, bytes, blocks)
+			break
+		}
 		where := "??"
 		if s.Function != "" {
 			where = s.Function
