@@ -39,6 +39,7 @@ type htmlPage struct {
 	Headline   string
 	Strategies []string
 	Builds     []htmlRow
+	Threads    []htmlRow
 	Cases      []htmlRow
 	Legend     []htmlCell
 	New        []string
@@ -89,6 +90,33 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		p.Builds = append(p.Builds, buildRow(b, t.Valid[b], t.Invalid[b], t.Rows[b]))
 	}
 	p.Builds = append(p.Builds, buildRow("all", t.Valid[""], t.Invalid[""], t.Total))
+	if tb := threadRows(t); len(tb) > 0 {
+		for _, b := range append(tb, "all") {
+			row := htmlRow{Build: b}
+			for _, s := range r.Strategies {
+				c := t.Rows[b][s]
+				if b == "all" {
+					c = threadTotal(t, tb, s)
+				}
+				if c == nil || c.Threads == nil || c.Threads.Threads == 0 {
+					row.Cells = append(row.Cells, htmlCell{Class: "none", Text: "-"})
+					continue
+				}
+				th := c.Threads
+				hc := htmlCell{Class: heatClass(th.FrameAccuracy), Text: fmt.Sprintf("%d/%d · %s", th.Exact, th.Threads, pct(th.FrameAccuracy))}
+				var marks []string
+				if th.Exact == th.Threads {
+					marks = append(marks, "✓ all exact")
+				}
+				if th.Bogus > 0 {
+					marks = append(marks, fmt.Sprintf("⚠ %d bogus", th.Bogus))
+				}
+				hc.Mark = strings.Join(marks, " ")
+				row.Cells = append(row.Cells, hc)
+			}
+			p.Threads = append(p.Threads, row)
+		}
+	}
 	for i := range r.Cases {
 		c := &r.Cases[i]
 		row := htmlRow{Build: c.Build, Scenario: c.Scenario}
@@ -106,12 +134,17 @@ func (r *Report) WriteHTML(w io.Writer) error {
 			hc := htmlCell{Class: heatClass(res.FrameAccuracy), Text: pct(res.FrameAccuracy)}
 			var marks []string
 			switch {
-			case res.Exact:
+			case !res.Fails():
 				marks = append(marks, "✓ exact")
 			case res.New:
 				hc.Class += " new"
 				marks = append(marks, "NEW")
-				p.New = append(p.New, fmt.Sprintf("%s %s %s: got %s; truth %s", c.Build, c.Scenario, s, joinNames(res.Frames), joinNames(c.Truth)))
+				if !res.Exact {
+					p.New = append(p.New, fmt.Sprintf("%s %s %s: got %s; truth %s", c.Build, c.Scenario, s, joinNames(res.Frames), joinNames(c.Truth)))
+				}
+				for _, th := range res.ThreadFailures {
+					p.New = append(p.New, fmt.Sprintf("%s %s %s, thread %s: got %s; truth %s", c.Build, c.Scenario, s, th.Thread, joinNames(th.Frames), joinNames(th.Truth)))
+				}
 			case res.Known != "":
 				marks = append(marks, "known")
 				hc.Title = "known failure: " + res.Known
@@ -125,6 +158,12 @@ func (r *Report) WriteHTML(w io.Writer) error {
 			}
 			if !res.Exact {
 				hc.Title = strings.TrimSpace(hc.Title + "\ngot: " + joinNames(res.Frames) + "\ntruth: " + joinNames(c.Truth))
+			}
+			if n := len(res.ThreadFailures); n > 0 {
+				marks = append(marks, plural(n, "thread")+" not exact")
+				for _, th := range res.ThreadFailures {
+					hc.Title = strings.TrimSpace(hc.Title + "\nthread " + th.Thread + ": got " + joinNames(th.Frames) + "; truth " + joinNames(th.Truth))
+				}
 			}
 			hc.Mark = strings.Join(marks, " ")
 			row.Cells = append(row.Cells, hc)
@@ -186,7 +225,16 @@ Hover over a failing cell for its backtrace and the reason it is a known failure
 {{end}}</tbody>
 </table>
 
-<h2>Per case</h2>
+{{if .Threads}}<h2>Thread unwinding (RTOS cases)</h2>
+<p class="note">Each cell: exact threads/threads · mean frame accuracy, over every thread with a true stack (the crashing one included), each scored against the emulator's shadow call stack of that thread.</p>
+<table>
+<thead><tr><th>build</th>{{range .Strategies}}<th>{{.}}</th>{{end}}</tr></thead>
+<tbody>
+{{range .Threads}}<tr{{if eq .Build "all"}} class="all"{{end}}><td class="name">{{.Build}}</td>{{range .Cells}}<td class="{{.Class}}">{{.Text}}{{if .Mark}}<span class="mk">{{.Mark}}</span>{{end}}</td>{{end}}</tr>
+{{end}}</tbody>
+</table>
+
+{{end}}<h2>Per case</h2>
 <table>
 <thead><tr><th>build</th><th>scenario</th>{{range .Strategies}}<th>{{.}}</th>{{end}}</tr></thead>
 <tbody>

@@ -58,4 +58,12 @@ func TestRunnerThreads(t *testing.T) {
 	if !strings.Contains(md.String(), "| freertos-gcc-m3-O2 | 13/13, 100%, 0 |") {
 		t.Errorf("markdown:\n%s", md.String())
 	}
+	var page bytes.Buffer
+	if err := rep.WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	if h := page.String(); !strings.Contains(h, "<h2>Thread unwinding (RTOS cases)</h2>") || !strings.Contains(h, "13/13 · 100%") ||
+		!strings.Contains(h, "threads not exact") {
+		t.Errorf("HTML page lacks the thread table or the thread failures")
+	}
 }
