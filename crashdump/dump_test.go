@@ -335,8 +335,6 @@ func badCases(t testing.TB) []struct{ name, json, want string } {
 		{"both", mem(`[{"address": 0, "file": "ram.bin", "hex": "00"}]`), `memory[0]: has both "file" and "hex": want exactly one`},
 		{"neither", mem(`[{"address": 0}]`), `memory[0]: has neither "file" nor "hex": want exactly one`},
 		{"unknown memory key", mem(`[{"address": 0, "hex": "00", "name": "x"}]`), `memory[0].name: unknown key: want address, file, hex or size`},
-		{"missing file", mem(`[{"address": 0, "file": "nope.bin"}]`), `memory[0].file: cannot read "nope.bin": file does not exist`},
-		{"short file", mem(`[{"address": 0, "file": "ram.bin", "size": 128}]`), `memory[0]: region ram.bin is short: 64 bytes, size says 128`},
 		{"long file", mem(`[{"address": 0, "file": "ram.bin", "size": 32}]`), `memory[0]: region ram.bin is long: 64 bytes, size says 32`},
 		{"short hex", mem(`[{"address": 0, "hex": "0011", "size": 4}]`), `memory[0]: region hex@0x00000000 is short: 2 bytes, size says 4`},
 		{"size too large", mem(`[{"address": 0, "file": "ram.bin", "size": 4294967296}]`), `memory[0].size: 4294967296 bytes: larger than the 536870912 byte region limit`},
@@ -534,16 +532,30 @@ func TestLoadErrors(t *testing.T) {
 		t.Errorf("sub/fine.json: %v", err)
 	}
 
+	// Partial dumps: a missing or short region file is decoded as far as
+	// it goes, with a warning naming the file and the addresses missing.
+	for _, tc := range []struct{ file, warning string }{
+		{"missing.json", `memory[0]: region file "nope.bin" (memory from 0x00000000 on, size not given) is missing: that memory is not in the dump`},
+		{"missingdir.json", `memory[0]: region file "nodir/ram.bin" (memory from 0x00000000 on, size not given) is missing: that memory is not in the dump`},
+		{"short.json", `memory[0]: region file "ram.bin" holds 16 of its 17 bytes: memory 0x00000010-0x00000011 is missing`},
+		{"sizemismatch.json", `memory[0]: region file "sub/ram.bin" holds 4 of its 16 bytes: memory 0x00000004-0x00000010 is missing`},
+	} {
+		d, err := Load(filepath.Join(dir, tc.file))
+		if err != nil {
+			t.Errorf("%s: %v", tc.file, err)
+			continue
+		}
+		if len(d.Warnings) != 1 || d.Warnings[0] != tc.warning {
+			t.Errorf("%s: warnings %q, want %q", tc.file, d.Warnings, tc.warning)
+		}
+	}
+
 	for _, tc := range []struct {
 		file string
 		want string
 		is   error
 	}{
 		{"nonexistent.json", "cannot read: no such file or directory", fs.ErrNotExist},
-		{"missing.json", `memory[0].file: cannot read "nope.bin": no such file or directory`, fs.ErrNotExist},
-		{"missingdir.json", `memory[0].file: cannot read "nodir/ram.bin": no such file or directory`, fs.ErrNotExist},
-		{"short.json", `memory[0]: region ram.bin is short: 16 bytes, size says 17`, nil},
-		{"sizemismatch.json", `memory[0]: region sub/ram.bin is short: 4 bytes, size says 16`, nil},
 		{"dotdot.json", `memory[0].file: "../outside.bin" escapes the manifest's directory`, nil},
 		{"escapesroot.json", `memory[0].file: "sub/../../dump/ram.bin" escapes the manifest's directory`, nil},
 		{"sub/nested.json", `memory[0].file: "../ram.bin" escapes the manifest's directory`, nil},

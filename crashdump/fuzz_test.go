@@ -68,7 +68,9 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			t.Fatalf("parse of the encoded dump: %v\n%s", err, m)
 		}
-		sameDump(t, d2, d)
+		want := *d
+		want.Warnings = nil // the native format does not store them
+		sameDump(t, d2, &want)
 		m2, _, err := d2.encode("fuzz", MaxHexRegion)
 		if err != nil || !bytes.Equal(m, m2) {
 			t.Fatalf("second encode differs (%v):\n%s\n%s", err, m, m2)

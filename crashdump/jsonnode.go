@@ -26,7 +26,8 @@ type member struct {
 // parser walks a validated JSON document and reports errors against the
 // file name.
 type parser struct {
-	name string
+	name     string
+	warnings []string // what a partial dump lacks (missing or short region files)
 }
 
 func (p *parser) errf(n node, format string, args ...any) *FormatError {

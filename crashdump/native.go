@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -130,6 +131,7 @@ func parseNativePrecise(data []byte, name string, readFile func(rel string) ([]b
 		if d.Memory, err = p.memory(n, readFile); err != nil {
 			return nil, err
 		}
+		d.Warnings = append(d.Warnings, p.warnings...)
 	}
 	if n, ok := get("truth"); ok {
 		if d.Truth, err = p.truth(n); err != nil {
@@ -216,6 +218,9 @@ func (p *parser) memory(n node, readFile func(rel string) ([]byte, error)) ([]un
 		r, err := p.region(e, readFile)
 		if err != nil {
 			return nil, err
+		}
+		if len(r.Data) == 0 {
+			continue // a missing region file: p.region warned
 		}
 		regions = append(regions, r)
 		nodes = append(nodes, e)
@@ -321,12 +326,31 @@ func (p *parser) region(e node, readFile func(rel string) ([]byte, error)) (unwi
 			return r, p.errf(*file, "cannot read %s: no directory to read region files from", quoteShort(rel))
 		}
 		b, err := readFile(rel)
+		if errors.Is(err, fs.ErrNotExist) {
+			// A dump whose region file went missing is decoded without
+			// that memory.
+			what := fmt.Sprintf("memory from 0x%08x on, size not given", a)
+			if want > 0 {
+				what = fmt.Sprintf("0x%08x-0x%08x", a, uint64(a)+uint64(want))
+			}
+			p.warnings = append(p.warnings, fmt.Sprintf("%s: region file %s (%s) is missing: that memory is not in the dump", e.path, quoteShort(rel), what))
+			r.Name = rel
+			return r, nil
+		}
 		if err != nil {
 			fe := p.errf(*file, "cannot read %s: %s", quoteShort(rel), fsReason(err))
 			fe.Err = err
 			return r, fe
 		}
 		r.Name, r.Data = rel, b
+		if n := int64(len(b)); want >= 0 && n < want && uint64(a)+uint64(want) <= 1<<32 {
+			// Cut short: decoded as far as it goes.
+			p.warnings = append(p.warnings, fmt.Sprintf("%s: region file %s holds %d of its %d bytes: memory 0x%08x-0x%08x is missing", e.path, quoteShort(rel), n, want, uint64(a)+uint64(n), uint64(a)+uint64(want)))
+			if n == 0 {
+				return r, nil
+			}
+			want = n
+		}
 	default:
 		s, err := p.str(*hexv)
 		if err != nil {
