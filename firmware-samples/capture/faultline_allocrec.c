@@ -123,6 +123,39 @@ __asm__(
 	"	.size __wrap_realloc, . - __wrap_realloc\n"
 	"	.text\n");
 
+#ifdef FL_ALLOCREC_FREERTOS
+/* FreeRTOS's portable heap (heap_1..heap_5): build with
+ * -DFL_ALLOCREC_FREERTOS and link with -Wl,--wrap=pvPortMalloc
+ * -Wl,--wrap=vPortFree. */
+void *__real_pvPortMalloc(size_t n);
+void __real_vPortFree(void *p);
+void *fl_allocrec_port_malloc(size_t n, uint32_t sp, uint32_t lr);
+void fl_allocrec_port_free(void *p, uint32_t sp, uint32_t lr);
+
+__asm__(
+	"	.syntax unified\n"
+	"	.thumb\n"
+	"	.section .text.__wrap_pvPortMalloc,\"ax\",%progbits\n"
+	"	.global __wrap_pvPortMalloc\n"
+	"	.type __wrap_pvPortMalloc, %function\n"
+	"	.thumb_func\n"
+	"__wrap_pvPortMalloc:\n"
+	"	mov r1, sp\n"
+	"	mov r2, lr\n"
+	"	b.w fl_allocrec_port_malloc\n"
+	"	.size __wrap_pvPortMalloc, . - __wrap_pvPortMalloc\n"
+	"	.section .text.__wrap_vPortFree,\"ax\",%progbits\n"
+	"	.global __wrap_vPortFree\n"
+	"	.type __wrap_vPortFree, %function\n"
+	"	.thumb_func\n"
+	"__wrap_vPortFree:\n"
+	"	mov r1, sp\n"
+	"	mov r2, lr\n"
+	"	b.w fl_allocrec_port_free\n"
+	"	.size __wrap_vPortFree, . - __wrap_vPortFree\n"
+	"	.text\n");
+#endif
+
 static inline uint32_t irq_save(void)
 {
 	uint32_t m;
@@ -288,3 +321,25 @@ void *fl_allocrec_realloc(void *p, size_t n, uint32_t sp, uint32_t lr)
 	add(&e);
 	return q;
 }
+
+#ifdef FL_ALLOCREC_FREERTOS
+void *fl_allocrec_port_malloc(size_t n, uint32_t sp, uint32_t lr)
+{
+	void *p = __real_pvPortMalloc(n);
+	if (p != 0) {
+		struct fl_allocrec_entry e;
+		fill(&e, p, (uint32_t)n, sp, lr);
+		add(&e);
+	}
+	return p;
+}
+
+void fl_allocrec_port_free(void *p, uint32_t sp, uint32_t lr)
+{
+	(void)sp;
+	(void)lr;
+	if (p != 0)
+		(void)forget(p);
+	__real_vPortFree(p);
+}
+#endif

@@ -7,6 +7,8 @@
  *
  *   -Wl,--wrap=malloc -Wl,--wrap=free -Wl,--wrap=calloc -Wl,--wrap=realloc
  *
+ * (FreeRTOS: build it with -DFL_ALLOCREC_FREERTOS and link with
+ * -Wl,--wrap=pvPortMalloc -Wl,--wrap=vPortFree instead or as well)
  * and, for C++, faultline_allocrec_cxx.cpp with -Wl,--wrap=_Znwj
  * -Wl,--wrap=_Znaj -Wl,--wrap=_ZnwjRKSt9nothrow_t
  * -Wl,--wrap=_ZnajRKSt9nothrow_t (operator new, new[] and their nothrow

@@ -78,7 +78,9 @@ type plantedSite struct {
 
 // planted is what a build of the sample leaves live: its source file and
 // sites. The -cxx builds run src/main_cxx.cpp (operator new, new[], the
-// nothrow new and malloc from C++), the others src/main.c.
+// nothrow new and malloc from C++), the -rtos builds src/main_rtos.c
+// (pvPortMalloc/vPortFree of a heap_4-style allocator), the others
+// src/main.c.
 func planted(build string) (string, []plantedSite) {
 	if strings.HasSuffix(build, "-cxx") {
 		return "src/main_cxx.cpp", []plantedSite{
@@ -86,6 +88,13 @@ func planted(build string) (string, []plantedSite) {
 			{"make_widget", "w = new Widget;", []uint32{40, 40}},
 			{"raw_copy", "p = static_cast<char *>(std::malloc(20));", []uint32{20}},
 			{"try_sample", "s = new (std::nothrow) Sample;", []uint32{16}},
+		}
+	}
+	if strings.HasSuffix(build, "-rtos") {
+		return "src/main_rtos.c", []plantedSite{
+			{"stack_new", "s = pvPortMalloc(256);", []uint32{256}},
+			{"queue_new", "q = pvPortMalloc(60);", []uint32{60, 60}},
+			{"timer_new", "t = pvPortMalloc(24);", []uint32{24}},
 		}
 	}
 	return "src/main.c", []plantedSite{
@@ -235,8 +244,11 @@ func TestAllocRecQEMUFixtures(t *testing.T) {
 			}
 			stdout, _, code := run(t, "", "analyze", "--elf", elf, dump)
 			want := "132 bytes in 3 blocks allocated in msg_new (./src/main.c:"
-			if strings.HasSuffix(b, "-cxx") {
+			switch {
+			case strings.HasSuffix(b, "-cxx"):
 				want = "80 bytes in 2 blocks allocated in make_widget(unsigned "
+			case strings.HasSuffix(b, "-rtos"):
+				want = "120 bytes in 2 blocks allocated in queue_new (./src/main_rtos.c:"
 			}
 			if code != 0 || !strings.Contains(stdout, "Allocations recorded on the device (fl_allocrec at 0x") || !strings.Contains(stdout, want) {
 				t.Errorf("text report (exit %d):\n%s", code, stdout)
@@ -436,7 +448,7 @@ func (p *costProbe) Restore(*emu.ProbeRun) error           { return nil }
 func TestAllocRecCost(t *testing.T) {
 	skipWithoutEmulator(t)
 	for _, b := range recorderBuilds(t) {
-		if strings.HasSuffix(b, "-cxx") {
+		if strings.HasSuffix(b, "-cxx") || strings.HasSuffix(b, "-rtos") {
 			continue // the C sample calls each of the four
 		}
 		p := &costProbe{}
