@@ -540,7 +540,12 @@ func (m *machine) result(cause Cause) (*Result, error) {
 // drops them at each call (uc.Tracker.Prune): the innermost level as seen
 // from pc and sp, each interrupted level from its interrupted PC and SP.
 func (m *machine) truth(pc, sp uint32, psp bool) []TruthFrame {
-	return m.truthFrames(pc, m.liveFrames(m.tr.Frames(), pc, sp, psp), m.excReturns)
+	return m.truthOf(m.tr.Frames(), pc, sp, psp)
+}
+
+// truthOf is truth for the shadow stack frames (Tracker.Frames).
+func (m *machine) truthOf(frames []uc.ShadowFrame, pc, sp uint32, psp bool) []TruthFrame {
+	return m.truthFrames(pc, m.liveFrames(frames, pc, sp, psp), m.excReturns)
 }
 
 // truthFrames turns the live shadow stack sh (outermost first) of code at

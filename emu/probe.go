@@ -10,28 +10,68 @@ import (
 
 // A Probe watches a run from inside the emulator without touching the
 // firmware (faultline heap uses one, emu/heap). It is told when a block
-// starts at an address it watches, before the block runs (with the
-// registers of that moment: at a function's entry, its arguments and
-// return address), and about data accesses that break the rules of the
-// byte map it keeps over a memory range (uc.HeapWatch): an access into
-// memory marked freed, a write into memory marked as bookkeeping or
-// padding. Both run inside the emulation, so they must be quick; they
-// reach the run through a ProbeRun.
+// starts at an address it watches (ProbeRun.Watch), before the block runs;
+// and it may name allocator entry points (ProbeRun.HookFunc), whose calls
+// and returns are handled in C as they happen (the live blocks and a byte
+// map of block states over a memory range, uc.HeapWatch) and reported to
+// a CallsProbe's Calls in batches, in order, each with its instruction
+// count and call stack, without a callback per call. Data accesses that
+// break the rules of the byte map (an access into memory marked freed, a
+// write into memory marked as bookkeeping or padding) are reported to
+// Access at once, after the calls before them. These run inside the
+// emulation, so they must be quick; they reach the run through a
+// ProbeRun.
 //
 // The harness checkpoints its state every few million instructions and
 // may go back to the last checkpoint to replay (to find the exact PC of a
-// data abort): Checkpoint is called at each checkpoint and Restore when
-// the run goes back to it; the probe must then forget what it saw since.
+// data abort): Checkpoint is called at each checkpoint (after the calls up
+// to it) and Restore when the run goes back to it; the probe must then
+// forget what it saw since and give the C side its state back
+// (ProbeRun.SetLive, SetPending, Mark). Calls not yet reported when the
+// run goes back are dropped. The last calls are reported before Run
+// returns.
 type Probe interface {
 	// Start is called once, after the image is loaded and before the
-	// first instruction; it sets up its watches (ProbeRun.Attach).
+	// first instruction; it sets up its watches (ProbeRun.Attach,
+	// HookFunc).
 	Start(r *ProbeRun) error
-	// Block: a watched address starts a block.
+	// Block: a watched address starts a block (ProbeRun.Reg reads the
+	// registers of that moment: at a function's entry, its arguments
+	// and return address).
 	Block(r *ProbeRun, addr uint32)
 	// Access: a checked access broke a rule of the map.
 	Access(r *ProbeRun, a ProbeAccess)
 	Checkpoint()
 	Restore(r *ProbeRun) error
+}
+
+// A CallsProbe is told about the calls of the entry points it hooked
+// (ProbeRun.HookFunc): entries and returns, oldest first.
+type CallsProbe interface {
+	Probe
+	Calls(r *ProbeRun, calls []ProbeCall)
+}
+
+// ProbeFunc describes an allocator entry point for HookFunc.
+type ProbeFunc struct {
+	Op               int // uc.HeapOp*
+	Ptr, Size, Count int // argument registers (0-3) of the operands, -1: none
+	Header           uint32
+}
+
+// ProbeCall is an allocator entry, or the return of the call in progress.
+type ProbeCall struct {
+	Return bool
+	Func   int    // the id given to HookFunc
+	Insn   uint64 // guest instructions run when it happened (counted per block)
+	// Entry: the pointer operand (0 if none) and size (count*size for
+	// calloc, at most 2^32-1), the return address (bit 0 clear) and SP,
+	// and the call stack at the entry (as Stack gives it: the entry
+	// point, then return addresses; shared, do not modify; its exception
+	// frames carry no ExcReturn). Return: Ptr is r0 (0 for a free).
+	Ptr, Size uint32
+	Ret, SP   uint32
+	Stack     []TruthFrame
 }
 
 // ProbeAccess is an access the heap map's rules reject.
@@ -54,6 +94,12 @@ type ProbeRun struct {
 	cache [16]stackEntry
 	next  int
 	key   []uint32
+	// Calls: the event buffer, and the call stacks of interned stack ids
+	// of generation gen.
+	evs    []uc.HeapEvent
+	calls  []ProbeCall
+	stacks [][]TruthFrame // by id (nil: not yet)
+	gen    uint32
 }
 
 type stackEntry struct {
@@ -98,7 +144,9 @@ func (r *ProbeRun) Attach(base, size uint32) error {
 			r.p.Block(r, addr)
 			r.regs = nil
 		},
+		r.drain,
 		func(addr uint32, size int, write bool, state int, block uint32) {
+			r.drain()
 			r.p.Access(r, ProbeAccess{Addr: addr, Size: size, Write: write, State: state, Block: block})
 		})
 	if err != nil {
@@ -112,6 +160,96 @@ func (r *ProbeRun) Attach(base, size uint32) error {
 // Watch adds (on) or removes a watched block address.
 func (r *ProbeRun) Watch(addr uint32, on bool) error { return r.hw.Watch(addr, on) }
 
+// Inside says whether the code running is the allocator's own (its
+// accesses are not checked).
+func (r *ProbeRun) Inside(on bool) { r.hw.Inside(on) }
+
+// ExpectReturn starts a watched call (Inside) that ends when the block at
+// ret runs with SP >= sp: reported to Block when goReturn, else ended
+// without calling the probe.
+func (r *ProbeRun) ExpectReturn(ret, sp uint32, goReturn bool) { r.hw.Expect(ret, sp, goReturn) }
+
+// HookFunc watches the allocator entry point at addr; its calls carry id
+// and are reported to the probe's Calls (it must be a CallsProbe).
+func (r *ProbeRun) HookFunc(addr uint32, id int, f ProbeFunc) error {
+	if _, ok := r.p.(CallsProbe); !ok {
+		return fmt.Errorf("emu: the probe has no Calls method")
+	}
+	return r.hw.AddFunc(addr, uc.HeapFunc{Op: f.Op, Ptr: f.Ptr, Size: f.Size, Count: f.Count, Header: f.Header, ID: uint32(id)})
+}
+
+// drain reports the buffered calls to the probe, a batch at a time.
+func (r *ProbeRun) drain() {
+	if r.hw == nil {
+		return
+	}
+	cp, ok := r.p.(CallsProbe)
+	if !ok {
+		r.hw.EventsDone()
+		return
+	}
+	if r.evs == nil {
+		r.evs = make([]uc.HeapEvent, 1024)
+	}
+	for from := 0; ; {
+		n := r.hw.Events(r.evs, from)
+		if n == 0 {
+			break
+		}
+		from += n
+		if g := r.hw.StackGen(); g != r.gen {
+			r.stacks = r.stacks[:0]
+			r.gen = g
+		}
+		r.calls = r.calls[:0]
+		for _, e := range r.evs[:n] {
+			c := ProbeCall{Return: e.Return, Func: int(e.Func), Insn: e.Insn, Ptr: e.Ptr, Size: e.Size, Ret: e.Ret, SP: e.SP}
+			if !e.Return {
+				c.Stack = r.callStack(e.Stack)
+			}
+			r.calls = append(r.calls, c)
+		}
+		cp.Calls(r, r.calls)
+	}
+	r.hw.EventsDone()
+}
+
+// callStack returns the call stack of interned stack id.
+func (r *ProbeRun) callStack(id uint32) []TruthFrame {
+	if int(id) < len(r.stacks) && r.stacks[id] != nil {
+		return r.stacks[id]
+	}
+	pc, sp, psp, frames := r.hw.StackOf(id)
+	st := r.m.truthOf(frames, pc, sp, psp)
+	if int(id) < 1<<20 {
+		for len(r.stacks) <= int(id) {
+			r.stacks = append(r.stacks, nil)
+		}
+		r.stacks[id] = st
+	}
+	return st
+}
+
+// checkpoint reports the calls so far, then checkpoints the probe.
+func (r *ProbeRun) checkpoint() {
+	r.drain()
+	r.p.Checkpoint()
+}
+
+// restore drops the calls not reported (they come after the checkpoint
+// the run goes back to) and restores the probe.
+func (r *ProbeRun) restore() error {
+	if r.hw != nil {
+		r.hw.EventsDone()
+	}
+	return r.p.Restore(r)
+}
+
+// finish reports the last calls; Run calls it when the run ends.
+func (r *ProbeRun) finish() {
+	r.drain()
+}
+
 // Mark sets the map state of [addr, addr+n); with soft, bytes marked
 // uc.HeapLive keep their state.
 func (r *ProbeRun) Mark(addr, n uint32, state int, soft bool) { r.hw.Mark(addr, n, state, soft) }
@@ -119,14 +257,23 @@ func (r *ProbeRun) Mark(addr, n uint32, state int, soft bool) { r.hw.Mark(addr, 
 // ClearMap forgets every mark.
 func (r *ProbeRun) ClearMap() { r.hw.ClearMap() }
 
-// Inside says whether the code running is the allocator's own (its
-// accesses are not checked).
-func (r *ProbeRun) Inside(on bool) { r.hw.Inside(on) }
+// SetLive replaces the C side's live blocks (Restore).
+func (r *ProbeRun) SetLive(blocks []ProbeBlock) error {
+	r.hw.ClearLive()
+	for _, b := range blocks {
+		if err := r.hw.PutLive(b.Addr, b.Size, b.Header); err != nil {
+			return fmt.Errorf("emu: %w", err)
+		}
+	}
+	return nil
+}
 
-// ExpectReturn starts an allocator call (Inside) that ends when the block
-// at ret runs with SP >= sp: reported to Block when goReturn, else ended
-// without calling the probe.
-func (r *ProbeRun) ExpectReturn(ret, sp uint32, goReturn bool) { r.hw.Expect(ret, sp, goReturn) }
+// ProbeBlock is a live block as the C side keeps it.
+type ProbeBlock struct{ Addr, Size, Header uint32 }
+
+// SetPending makes p the allocator call in progress (nil: none): its
+// accesses are not checked and its return is reported.
+func (r *ProbeRun) SetPending(p *uc.HeapPending) { r.hw.SetPending(p) }
 
 // InsideNow reports whether an allocator call is in progress.
 func (r *ProbeRun) InsideNow() bool { return r.hw.InsideNow() }

@@ -162,7 +162,11 @@ func runChunked(ctx context.Context, cfg Config, chunk uint64) (*Result, error) 
 			return nil, err
 		}
 	}
-	return m.run(ctx)
+	res, err := m.run(ctx)
+	if m.probe != nil {
+		m.probe.finish()
+	}
+	return res, err
 }
 
 // setup maps memory, loads the image, installs the models and hooks and sets
@@ -472,7 +476,7 @@ func (m *machine) saveCheckpoint(pc uint64) error {
 	c.forced = m.forced
 	c.threads = m.threadStacks.clone()
 	if m.probe != nil {
-		m.probe.p.Checkpoint()
+		m.probe.checkpoint()
 	}
 	return nil
 }
@@ -500,7 +504,7 @@ func (m *machine) restoreCheckpoint() error {
 	m.forced = c.forced
 	m.threadStacks = c.threads.clone()
 	if m.probe != nil {
-		if err := m.probe.p.Restore(m.probe); err != nil {
+		if err := m.probe.restore(); err != nil {
 			return err
 		}
 	}
@@ -582,6 +586,11 @@ func (m *machine) run(ctx context.Context) (*Result, error) {
 	// have crossed the limit): they run under the exact-PC hook, which
 	// stops before the first one past the limit.
 	var tail uint64
+	// Arm the first chunk's checkpoint event: firmware that never writes
+	// the System Control Space (whose writes update the events) otherwise
+	// ran without a checkpoint after the first, and a fault replayed the
+	// whole run.
+	m.updateEvents()
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err

@@ -45,7 +45,6 @@ type Report struct {
 // Report returns the heap as it is now. The error is a failure the
 // callbacks met (a watch they could not install).
 func (t *Tracker) Report() (*Report, error) {
-	t.sync(t.run)
 	s := &t.st
 	r := &Report{Allocator: t.Allocator(), LiveBytes: s.liveBytes, LiveBlocks: len(s.live),
 		PeakBytes: s.peakBytes, PeakInsn: s.peakInsn, PeakBlock: s.peakBlock,

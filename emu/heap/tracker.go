@@ -66,6 +66,7 @@ const maxFreed = 8192
 
 type call struct {
 	fn    Func
+	id    int    // the index of fn in Tracker.hooked
 	ret   uint32 // return address (bit 0 clear)
 	sp    uint32
 	ptr   uint32
@@ -78,7 +79,7 @@ type call struct {
 
 type state struct {
 	live      map[uint32]*Block
-	freed     map[uint32]*Block
+	freed     map[uint32]freedRec
 	freedFIFO []uint32
 	liveBytes uint64
 	peakBytes uint64
@@ -98,7 +99,7 @@ func (s *state) clone() state {
 	for k, v := range s.live {
 		c.live[k] = v
 	}
-	c.freed = make(map[uint32]*Block, len(s.freed))
+	c.freed = make(map[uint32]freedRec, len(s.freed))
 	for k, v := range s.freed {
 		c.freed[k] = v
 	}
@@ -123,14 +124,9 @@ type Tracker struct {
 	st       state
 	cp       state
 	cpValid  bool
-	err      error // a failure inside a callback (reported by Result)
-	// Return addresses being watched. They stay watched once seen: the
-	// block after a call to the allocator is reached (almost) only by
-	// returning from it, so a stale watch costs next to nothing, and a
-	// loop calling the allocator does not add and drop it every time.
-	retWatched map[uint32]bool
-	run        *emu.ProbeRun // from Start
-	stacks     map[*emu.TruthFrame]Stack
+	err      error   // a failure inside a callback (reported by Result)
+	slab     []Block // newBlock
+	stacks   map[*emu.TruthFrame]Stack
 }
 
 // New returns a Tracker for opt.
@@ -138,15 +134,14 @@ func New(opt Options) *Tracker {
 	if opt.MaxErrors <= 0 {
 		opt.MaxErrors = 1000
 	}
-	return &Tracker{opt: opt, byAddr: make(map[uint32]Func), retWatched: make(map[uint32]bool), stacks: make(map[*emu.TruthFrame]Stack),
-		st: state{live: map[uint32]*Block{}, freed: map[uint32]*Block{}, seen: map[string]bool{}}}
+	return &Tracker{opt: opt, byAddr: make(map[uint32]Func), stacks: make(map[*emu.TruthFrame]Stack),
+		st: state{live: map[uint32]*Block{}, freed: map[uint32]freedRec{}, seen: map[string]bool{}}}
 }
 
 // Start implements emu.Probe: it finds the entry points in the image,
-// watches them and sets up the byte map over the RAM region that holds the
+// hooks them and sets up the byte map over the RAM region that holds the
 // heap.
 func (t *Tracker) Start(r *emu.ProbeRun) error {
-	t.run = r
 	fam := map[string]bool{}
 	for _, f := range t.opt.Funcs {
 		addr, _, fn, ok := r.Symbol(f.Name)
@@ -175,8 +170,9 @@ func (t *Tracker) Start(r *emu.ProbeRun) error {
 		return err
 	}
 	t.mapBase, t.mapSize = base, size
-	for a := range t.byAddr {
-		if err := r.Watch(a, true); err != nil {
+	for id, f := range t.hooked {
+		addr, _, _, _ := r.Symbol(f.Name)
+		if err := r.HookFunc(addr, id, emu.ProbeFunc{Op: int(f.Op), Ptr: f.Ptr, Size: f.Size, Count: f.Count, Header: f.Header}); err != nil {
 			return err
 		}
 	}
@@ -208,64 +204,39 @@ func (t *Tracker) Allocator() string { return strings.Join(t.families, ",") }
 // Hooked lists the entry points found and hooked.
 func (t *Tracker) Hooked() []Func { return append([]Func(nil), t.hooked...) }
 
-func regFor(n int) uc.Reg { return uc.RegR0 + uc.Reg(n) }
+// Block implements emu.Probe: the tracker watches no block address of its
+// own (its entry points are hooked with HookFunc).
+func (t *Tracker) Block(r *emu.ProbeRun, addr uint32) {}
 
-// Block implements emu.Probe.
-func (t *Tracker) Block(r *emu.ProbeRun, addr uint32) {
-	t.sync(r)
-	// A return first: an allocator's return address can never be an
-	// allocator's entry. The C side reports nothing else while a call is
-	// in progress (uc.HeapWatch.Expect).
-	if len(t.st.pending) > 0 {
-		c := t.st.pending[0]
-		if addr == c.ret && r.Reg(uc.RegSP) >= c.sp {
-			t.st.pending = nil
-			t.returned(r, c)
-			r.Inside(false)
+// Calls implements emu.CallsProbe: the allocator calls and returns the C side
+// saw (it has already updated the byte map).
+func (t *Tracker) Calls(r *emu.ProbeRun, calls []emu.ProbeCall) {
+	for i := range calls {
+		pc := &calls[i]
+		if pc.Return {
+			if len(t.st.pending) > 0 {
+				c := t.st.pending[0]
+				t.st.pending = t.st.pending[:0]
+				t.returned(c, pc.Ptr)
+			}
+			continue
 		}
-		return
-	}
-	f, ok := t.byAddr[addr]
-	if !ok {
-		return
-	}
-	c := call{fn: f, ret: r.Reg(uc.RegLR) &^ 1, sp: r.Reg(uc.RegSP), insn: r.Insns()}
-	c.stack = t.callerStack(r.Stack(addr))
-	arg := func(i int) uint32 {
-		if i < 0 {
-			return 0
+		if pc.Func < 0 || pc.Func >= len(t.hooked) {
+			continue
 		}
-		return r.Reg(regFor(i))
-	}
-	c.ptr = arg(f.Ptr)
-	switch f.Op {
-	case OpCalloc:
-		n, sz := uint64(arg(f.Count)), uint64(arg(f.Size))
-		if n*sz > 0xffffffff {
-			c.size = 0xffffffff
-		} else {
-			c.size = uint32(n * sz)
+		f := t.hooked[pc.Func]
+		c := call{fn: f, id: pc.Func, ret: pc.Ret, sp: pc.SP, insn: pc.Insn, ptr: pc.Ptr, size: pc.Size}
+		c.stack = t.callerStack(pc.Stack)
+		switch f.Op {
+		case OpFree:
+			t.free(c)
+		case OpRealloc:
+			if c.ptr != 0 {
+				c.old = t.release(c, "realloc")
+			}
 		}
-	default:
-		c.size = arg(f.Size)
+		t.st.pending = append(t.st.pending[:0], c)
 	}
-	switch f.Op {
-	case OpFree:
-		t.free(r, c)
-	case OpRealloc:
-		if c.ptr != 0 {
-			c.old = t.release(r, c, "realloc")
-		}
-	}
-	t.st.pending = []call{c}
-	if !t.retWatched[c.ret] {
-		if err := r.Watch(c.ret, true); err != nil && t.err == nil {
-			t.err = err
-		}
-		t.retWatched[c.ret] = true
-	}
-	// A free's return needs nothing from Go: the C side ends the call.
-	r.ExpectReturn(c.ret, c.sp, c.fn.Op != OpFree)
 }
 
 // callerStack is stackOf, remembered for the stacks ProbeRun.Stack shares
@@ -329,21 +300,21 @@ func accessStack(fr []emu.TruthFrame) Stack {
 }
 
 // free handles a free at its entry.
-func (t *Tracker) free(r *emu.ProbeRun, c call) {
+func (t *Tracker) free(c call) {
 	if c.ptr == 0 {
 		return
 	}
-	t.release(r, c, "free")
+	t.release(c, "free")
 }
 
 // release removes the live block at c.ptr (a free, or the old block of a
 // realloc) and returns it; a pointer that is not a live block is an error.
-func (t *Tracker) release(r *emu.ProbeRun, c call, what string) *Block {
+func (t *Tracker) release(c call, what string) *Block {
 	b, ok := t.st.live[c.ptr]
 	if !ok {
-		if fb, ok := t.st.freed[c.ptr]; ok {
-			t.report(Error{Kind: DoubleFree, Addr: c.ptr, Via: c.fn.Name, Stack: c.stack, Insn: c.insn, Block: fb,
-				Detail: fmt.Sprintf("%s of %#08x, a block of %d bytes already freed", c.fn.Name, c.ptr, fb.Size)})
+		if fr, ok := t.st.freed[c.ptr]; ok {
+			t.report(Error{Kind: DoubleFree, Addr: c.ptr, Via: c.fn.Name, Stack: c.stack, Insn: c.insn, Block: fr.block(),
+				Detail: fmt.Sprintf("%s of %#08x, a block of %d bytes already freed", c.fn.Name, c.ptr, fr.b.Size)})
 		} else {
 			t.report(Error{Kind: InvalidFree, Addr: c.ptr, Via: c.fn.Name, Stack: c.stack, Insn: c.insn, Block: t.containing(c.ptr),
 				Detail: fmt.Sprintf("%s of %#08x, which was never returned by the allocator", c.fn.Name, c.ptr)})
@@ -353,11 +324,23 @@ func (t *Tracker) release(r *emu.ProbeRun, c call, what string) *Block {
 	delete(t.st.live, c.ptr)
 	t.st.liveBytes -= uint64(b.Size)
 	t.st.frees++
-	fb := *b
-	fb.FreedBy, fb.Free, fb.FreedInsn = c.fn.Name, c.stack, c.insn
-	t.remember(&fb)
-	r.Mark(fb.Addr, fb.Size, uc.HeapFreed, false)
-	r.Mark(fb.Addr+fb.Size, pad(fb.Addr, fb.Size), uc.HeapFreed, true)
+	t.remember(freedRec{b: b, by: c.fn.Name, stack: c.stack, insn: c.insn})
+	return b
+}
+
+// freedRec is a freed block: the block as it was allocated, and who freed
+// it (kept apart so that a free allocates nothing).
+type freedRec struct {
+	b     *Block
+	by    string
+	stack Stack
+	insn  uint64
+}
+
+// block returns the freed block with its Freed fields.
+func (f freedRec) block() *Block {
+	fb := *f.b
+	fb.FreedBy, fb.Free, fb.FreedInsn = f.by, f.stack, f.insn
 	return &fb
 }
 
@@ -372,16 +355,16 @@ func (t *Tracker) containing(addr uint32) *Block {
 	return nil
 }
 
-func (t *Tracker) remember(b *Block) {
+func (t *Tracker) remember(f freedRec) {
 	if len(t.st.freedFIFO) >= maxFreed {
 		old := t.st.freedFIFO[0]
 		t.st.freedFIFO = t.st.freedFIFO[1:]
 		delete(t.st.freed, old)
 	}
-	if _, ok := t.st.freed[b.Addr]; !ok {
-		t.st.freedFIFO = append(t.st.freedFIFO, b.Addr)
+	if _, ok := t.st.freed[f.b.Addr]; !ok {
+		t.st.freedFIFO = append(t.st.freedFIFO, f.b.Addr)
 	}
-	t.st.freed[b.Addr] = b
+	t.st.freed[f.b.Addr] = f
 }
 
 func (t *Tracker) forget(addr uint32) {
@@ -404,23 +387,22 @@ func pad(addr, size uint32) uint32 {
 	return uint32((end+7)&^7 - end)
 }
 
-// returned handles an allocator call's return (r0 is its result).
-func (t *Tracker) returned(r *emu.ProbeRun, c call) {
+// returned handles an allocator call's return (p is r0, its result).
+func (t *Tracker) returned(c call, p uint32) {
 	if c.fn.Op == OpFree {
 		return
 	}
-	p := r.Reg(uc.RegR0)
 	if c.fn.Op == OpRealloc && p == 0 {
 		if c.old != nil && c.size != 0 {
 			// Failed: the old block stays allocated.
-			t.restoreOld(r, c.old)
+			t.restoreOld(c.old)
 		}
 		return
 	}
 	if p == 0 {
 		return
 	}
-	b := &Block{Addr: p, Size: c.size, Via: c.fn.Name, Alloc: c.stack, AllocInsn: c.insn}
+	b := t.newBlock(Block{Addr: p, Size: c.size, Via: c.fn.Name, Alloc: c.stack, AllocInsn: c.insn})
 	if old, ok := t.st.live[p]; ok {
 		// The allocator returned a block it considers allocated: its
 		// bookkeeping is broken (or the hooks missed a free).
@@ -434,17 +416,27 @@ func (t *Tracker) returned(r *emu.ProbeRun, c call) {
 	if t.st.liveBytes > t.st.peakBytes {
 		t.st.peakBytes, t.st.peakInsn, t.st.peakBlock = t.st.liveBytes, c.insn, b
 	}
-	t.markLive(r, b, c.fn.Header)
 }
 
-func (t *Tracker) restoreOld(r *emu.ProbeRun, old *Block) {
-	b := *old
+// newBlock returns a new block with the value of b, from a slab: an
+// allocation-heavy loop makes two per round, one allocation each cost more
+// than the rest of the bookkeeping. (A block is never modified once made:
+// checkpoints share them.)
+func (t *Tracker) newBlock(b Block) *Block {
+	if len(t.slab) == cap(t.slab) {
+		t.slab = make([]Block, 0, 128)
+	}
+	t.slab = append(t.slab, b)
+	return &t.slab[len(t.slab)-1]
+}
+
+func (t *Tracker) restoreOld(old *Block) {
+	b := t.newBlock(*old)
 	b.FreedBy, b.Free, b.FreedInsn = "", Stack{}, 0
 	t.forget(b.Addr)
-	t.st.live[b.Addr] = &b
+	t.st.live[b.Addr] = b
 	t.st.liveBytes += uint64(b.Size)
 	t.st.frees--
-	t.markLive(r, &b, t.headerFor(b.Via))
 }
 
 func (t *Tracker) headerFor(via string) uint32 {
@@ -456,7 +448,9 @@ func (t *Tracker) headerFor(via string) uint32 {
 	return 0
 }
 
-func (t *Tracker) markLive(r *emu.ProbeRun, b *Block, header uint32) {
+// markLive marks a live block in the map as the C side does at an
+// allocation's return (Restore rebuilds the map with it).
+func markLive(r *emu.ProbeRun, b *Block, header uint32) {
 	// Bookkeeping before the block may overlap the end of the block
 	// below (newlib lets a chunk in use keep data in the next chunk's
 	// prev_size field): marked softly, it never takes a live byte.
@@ -503,15 +497,19 @@ func (t *Tracker) Access(r *emu.ProbeRun, a emu.ProbeAccess) {
 }
 
 func (t *Tracker) freedAt(addr uint32) *Block {
-	var best *Block
-	for _, b := range t.st.freed {
+	var best *freedRec
+	for _, f := range t.st.freed {
+		b := f.b
 		if addr >= b.Addr && addr-b.Addr < b.Size+pad(b.Addr, b.Size) {
-			if best == nil || b.FreedInsn > best.FreedInsn {
-				best = b
+			if best == nil || f.insn > best.insn {
+				best = &f
 			}
 		}
 	}
-	return best
+	if best == nil {
+		return nil
+	}
+	return best.block()
 }
 
 // below returns the live block that ends nearest below addr.
@@ -549,17 +547,8 @@ func (t *Tracker) report(e Error) {
 	t.st.errors = append(t.st.errors, e)
 }
 
-// sync forgets the call in progress when the C side has ended it (the
-// return of a free).
-func (t *Tracker) sync(r *emu.ProbeRun) {
-	if len(t.st.pending) > 0 && r != nil && !r.InsideNow() {
-		t.st.pending = nil
-	}
-}
-
 // Checkpoint implements emu.Probe.
 func (t *Tracker) Checkpoint() {
-	t.sync(t.run)
 	t.cp = t.st.clone()
 	t.cpValid = true
 }
@@ -570,17 +559,26 @@ func (t *Tracker) Restore(r *emu.ProbeRun) error {
 	if !t.cpValid {
 		return fmt.Errorf("heap: restore without a checkpoint")
 	}
-	// Return addresses stay watched (retWatched): the pending calls of
-	// the checkpoint are all among them.
 	t.st = t.cp.clone()
-	r.Inside(false)
+	r.SetPending(nil)
 	if len(t.st.pending) > 0 {
 		c := t.st.pending[0]
-		r.ExpectReturn(c.ret, c.sp, c.fn.Op != OpFree)
+		p := &uc.HeapPending{Func: uint32(c.id), Op: int(c.fn.Op), Ret: c.ret, SP: c.sp, Ptr: c.ptr, Size: c.size, Header: c.fn.Header}
+		if c.old != nil {
+			p.Old, p.OldSize, p.OldHdr = true, c.old.Size, t.headerFor(c.old.Via)
+		}
+		r.SetPending(p)
+	}
+	live := make([]emu.ProbeBlock, 0, len(t.st.live))
+	for _, b := range t.st.live {
+		live = append(live, emu.ProbeBlock{Addr: b.Addr, Size: b.Size, Header: t.headerFor(b.Via)})
+	}
+	if err := r.SetLive(live); err != nil {
+		return err
 	}
 	r.ClearMap()
 	for _, a := range t.st.freedFIFO {
-		b := t.st.freed[a]
+		b := t.st.freed[a].b
 		if h := t.headerFor(b.Via); h > 0 && b.Addr >= h {
 			r.Mark(b.Addr-h, h, uc.HeapHeader, false)
 		}
@@ -591,7 +589,7 @@ func (t *Tracker) Restore(r *emu.ProbeRun) error {
 		r.Mark(b.Addr, b.Size, uc.HeapLive, false)
 	}
 	for _, b := range t.st.live {
-		t.markLive(r, b, t.headerFor(b.Via))
+		markLive(r, b, t.headerFor(b.Via))
 	}
 	return nil
 }

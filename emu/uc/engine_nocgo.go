@@ -162,22 +162,72 @@ const (
 	HeapPad    = 4
 )
 
+// What an allocator entry point does (see the cgo build).
+const (
+	HeapOpAlloc    = 0
+	HeapOpCalloc   = 1
+	HeapOpRealloc  = 2
+	HeapOpFree     = 3
+	HeapOpMemalign = 4
+)
+
 // HeapWatch is the C heap watcher; unavailable without cgo.
 type HeapWatch struct{}
+
+// HeapFunc describes an allocator entry point (see the cgo build).
+type HeapFunc struct {
+	Op               int
+	Ptr, Size, Count int
+	Header           uint32
+	ID               uint32
+}
+
+// HeapEvent is an allocator entry or return (see the cgo build).
+type HeapEvent struct {
+	Insn      uint64
+	Return    bool
+	Func      uint32
+	Ptr, Size uint32
+	Ret, SP   uint32
+	Stack     uint32
+}
+
+// HeapPending is the allocator call in progress (see the cgo build).
+type HeapPending struct {
+	Func            uint32
+	Op              int
+	Ret, SP, Ptr    uint32
+	Size, Header    uint32
+	Old             bool
+	OldSize, OldHdr uint32
+}
+
+func (w *HeapWatch) StackKey(key []uint32, max int) ([]uint32, int) { return key[:0], 0 }
 
 // HeapRegs are r0-r3, SP, LR at a watched block.
 type HeapRegs [6]uint32
 
-func (w *HeapWatch) StackKey(key []uint32, max int) ([]uint32, int) { return key[:0], 0 }
+func (w *HeapWatch) Watch(addr uint32, on bool) error     { return ErrUnavailable }
+func (w *HeapWatch) Expect(ret, sp uint32, goReturn bool) {}
+func (w *HeapWatch) Inside(on bool)                       {}
 
-func (t *Tracker) NewHeapWatch(base, size uint32, block func(uint32, *HeapRegs), access func(uint32, int, bool, int, uint32)) (*HeapWatch, error) {
+func (t *Tracker) NewHeapWatch(base, size uint32, block func(uint32, *HeapRegs), drain func(), access func(uint32, int, bool, int, uint32)) (*HeapWatch, error) {
 	return nil, ErrUnavailable
 }
-func (w *HeapWatch) Watch(addr uint32, on bool) error          { return ErrUnavailable }
+func (w *HeapWatch) AddFunc(addr uint32, f HeapFunc) error     { return ErrUnavailable }
+func (w *HeapWatch) Events(buf []HeapEvent, from int) int      { return 0 }
+func (w *HeapWatch) EventsDone()                               {}
+func (w *HeapWatch) Drains() uint64                            { return 0 }
+func (w *HeapWatch) StackGen() uint32                          { return 0 }
+func (w *HeapWatch) ResetStacks()                              {}
+func (w *HeapWatch) ClearLive()                                {}
+func (w *HeapWatch) PutLive(addr, size, header uint32) error   { return ErrUnavailable }
+func (w *HeapWatch) LiveBlocks() int                           { return 0 }
+func (w *HeapWatch) SetPending(p *HeapPending)                 {}
 func (w *HeapWatch) Mark(addr, n uint32, state int, soft bool) {}
 func (w *HeapWatch) ClearMap()                                 {}
-func (w *HeapWatch) Inside(on bool)                            {}
 func (w *HeapWatch) Checks(on bool)                            {}
-
-func (w *HeapWatch) Expect(ret, sp uint32, goReturn bool) {}
-func (w *HeapWatch) InsideNow() bool                      { return false }
+func (w *HeapWatch) InsideNow() bool                           { return false }
+func (w *HeapWatch) StackOf(id uint32) (uint32, uint32, bool, []ShadowFrame) {
+	return 0, 0, false, nil
+}

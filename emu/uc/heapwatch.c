@@ -7,17 +7,25 @@
 #include "tracker.h"
 #include "_cgo_export.h"
 
+#define FL_HW_INDEX_SLOTS (2 * FL_HW_MAX_STACKS) // a power of two
+#define FL_HW_NO_STACK 0xffffffffu
+
 fl_heapwatch *fl_hw_new(uintptr_t handle, uint32_t base, uint32_t len) {
 	fl_heapwatch *w = calloc(1, sizeof *w);
 	if (w == NULL) {
 		return NULL;
 	}
+	w->live_cap = 256;
+	w->live = calloc(w->live_cap, sizeof *w->live);
+	w->evcap = FL_HW_EVENTS;
+	w->ev = calloc(w->evcap, sizeof *w->ev);
+	w->stack_index = calloc(FL_HW_INDEX_SLOTS, sizeof *w->stack_index);
 	if (len > 0) {
 		w->map = calloc(len, 1);
-		if (w->map == NULL) {
-			free(w);
-			return NULL;
-		}
+	}
+	if (w->live == NULL || w->ev == NULL || w->stack_index == NULL || (len > 0 && w->map == NULL)) {
+		fl_hw_free(w);
+		return NULL;
 	}
 	w->handle = handle;
 	w->base = base;
@@ -30,7 +38,13 @@ void fl_hw_free(fl_heapwatch *w) {
 		return;
 	}
 	free(w->addrs);
+	free(w->funcs);
 	free(w->map);
+	free(w->live);
+	free(w->ev);
+	free(w->stacks);
+	free(w->stack_index);
+	free(w->pool);
 	free(w);
 }
 
@@ -56,31 +70,71 @@ static int find(const fl_heapwatch *w, uint32_t addr, uint32_t *at) {
 	return lo < w->n && w->addrs[lo] == addr;
 }
 
-// fl_hw_watch adds (on) or removes addr from the watched block addresses.
-// It returns 0 when out of memory.
+// fl_hw_add_func watches the entry point at addr (bit 0 ignored), or
+// replaces its description. It returns 0 when out of memory.
+int fl_hw_add_func(fl_heapwatch *w, uint32_t addr, const fl_hw_func *f) {
+	addr &= ~1u;
+	uint32_t at;
+	if (find(w, addr, &at)) {
+		w->funcs[at] = *f;
+		return 1;
+	}
+	if (w->n == w->cap) {
+		uint32_t nc = w->cap ? w->cap * 2 : 32;
+		uint32_t *na = realloc(w->addrs, nc * sizeof *na);
+		if (na == NULL) {
+			return 0;
+		}
+		w->addrs = na;
+		fl_hw_func *nf = realloc(w->funcs, nc * sizeof *nf);
+		if (nf == NULL) {
+			return 0;
+		}
+		w->funcs = nf;
+		w->cap = nc;
+	}
+	memmove(&w->addrs[at + 1], &w->addrs[at], (w->n - at) * sizeof *w->addrs);
+	memmove(&w->funcs[at + 1], &w->funcs[at], (w->n - at) * sizeof *w->funcs);
+	w->addrs[at] = addr;
+	w->funcs[at] = *f;
+	w->n++;
+	refilter(w);
+	return 1;
+}
+
+// fl_hw_watch adds (on) or removes a block address watched for Go; an
+// allocator entry point at addr is left alone. It returns 0 when out of
+// memory.
 int fl_hw_watch(fl_heapwatch *w, uint32_t addr, int on) {
 	addr &= ~1u;
 	uint32_t at;
-	int have = find(w, addr, &at);
-	if (on && !have) {
-		if (w->n == w->cap) {
-			uint32_t nc = w->cap ? w->cap * 2 : 32;
-			uint32_t *na = realloc(w->addrs, nc * sizeof *na);
-			if (na == NULL) {
-				return 0;
-			}
-			w->addrs = na;
-			w->cap = nc;
+	if (find(w, addr, &at)) {
+		if (!on && w->funcs[at].op == FL_HW_OP_WATCH) {
+			memmove(&w->addrs[at], &w->addrs[at + 1], (w->n - at - 1) * sizeof *w->addrs);
+			memmove(&w->funcs[at], &w->funcs[at + 1], (w->n - at - 1) * sizeof *w->funcs);
+			w->n--;
+			refilter(w);
 		}
-		memmove(&w->addrs[at + 1], &w->addrs[at], (w->n - at) * sizeof *w->addrs);
-		w->addrs[at] = addr;
-		w->n++;
-	} else if (!on && have) {
-		memmove(&w->addrs[at], &w->addrs[at + 1], (w->n - at - 1) * sizeof *w->addrs);
-		w->n--;
+		return 1;
 	}
-	refilter(w);
-	return 1;
+	if (!on) {
+		return 1;
+	}
+	fl_hw_func f = {.op = FL_HW_OP_WATCH, .ptr = -1, .size = -1, .count = -1};
+	return fl_hw_add_func(w, addr, &f);
+}
+
+static void go_block(fl_tracker *t, fl_heapwatch *w, uint32_t addr) {
+	// The registers a watcher needs at a function's entry and return,
+	// read here: one C->Go transition instead of one per register.
+	static const int ids[6] = {UC_ARM_REG_R0, UC_ARM_REG_R1, UC_ARM_REG_R2,
+	                           UC_ARM_REG_R3, UC_ARM_REG_SP, UC_ARM_REG_LR};
+	uint32_t regs[6];
+	for (int i = 0; i < 6; i++) {
+		regs[i] = 0;
+		uc_reg_read(t->uc, ids[i], &regs[i]);
+	}
+	goHeapBlock(w->handle, addr, regs);
 }
 
 // fl_hw_mark sets the state of [addr, addr+n), clipped to the map; with
@@ -113,41 +167,370 @@ void fl_hw_mark(fl_heapwatch *w, uint32_t addr, uint32_t n, uint8_t state, int s
 	}
 }
 
+// The live-block table: linear probing on the block address, deletion by
+// shifting the rest of the run back (no tombstones).
+
+static uint32_t live_home(const fl_heapwatch *w, uint32_t addr) {
+	return (uint32_t)((addr >> 2) * 0x9E3779B1u) & (w->live_cap - 1);
+}
+
+static fl_hw_live *live_find(fl_heapwatch *w, uint32_t addr) {
+	uint32_t mask = w->live_cap - 1;
+	for (uint32_t i = live_home(w, addr);; i = (i + 1) & mask) {
+		if (w->live[i].addr == addr) {
+			return &w->live[i];
+		}
+		if (w->live[i].addr == 0) {
+			return NULL;
+		}
+	}
+}
+
+static int live_grow(fl_heapwatch *w) {
+	uint32_t oc = w->live_cap;
+	fl_hw_live *old = w->live;
+	fl_hw_live *nl = calloc((size_t)oc * 2, sizeof *nl);
+	if (nl == NULL) {
+		return 0;
+	}
+	w->live = nl;
+	w->live_cap = oc * 2;
+	uint32_t mask = w->live_cap - 1;
+	for (uint32_t j = 0; j < oc; j++) {
+		if (old[j].addr == 0) {
+			continue;
+		}
+		uint32_t i = live_home(w, old[j].addr);
+		while (nl[i].addr != 0) {
+			i = (i + 1) & mask;
+		}
+		nl[i] = old[j];
+	}
+	free(old);
+	return 1;
+}
+
+// fl_hw_live_put records (or replaces) the live block at addr; addr 0 is
+// never a block. It returns 0 when out of memory.
+int fl_hw_live_put(fl_heapwatch *w, uint32_t addr, uint32_t size, uint32_t header) {
+	if (addr == 0) {
+		return 1;
+	}
+	fl_hw_live *e = live_find(w, addr);
+	if (e == NULL) {
+		if (2 * (w->nlive + 1) > w->live_cap && !live_grow(w)) {
+			return 0;
+		}
+		uint32_t mask = w->live_cap - 1;
+		uint32_t i = live_home(w, addr);
+		while (w->live[i].addr != 0) {
+			i = (i + 1) & mask;
+		}
+		e = &w->live[i];
+		w->nlive++;
+	}
+	e->addr = addr;
+	e->size = size;
+	e->header = header;
+	return 1;
+}
+
+static int live_del(fl_heapwatch *w, uint32_t addr, uint32_t *size, uint32_t *header) {
+	fl_hw_live *e = live_find(w, addr);
+	if (e == NULL) {
+		return 0;
+	}
+	*size = e->size;
+	*header = e->header;
+	uint32_t mask = w->live_cap - 1;
+	uint32_t i = (uint32_t)(e - w->live);
+	for (uint32_t j = (i + 1) & mask; w->live[j].addr != 0; j = (j + 1) & mask) {
+		uint32_t k = live_home(w, w->live[j].addr);
+		// Move j back to the hole at i unless its home lies cyclically
+		// in (i, j].
+		int stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
+		if (!stays) {
+			w->live[i] = w->live[j];
+			i = j;
+		}
+	}
+	w->live[i].addr = 0;
+	w->nlive--;
+	return 1;
+}
+
+void fl_hw_live_clear(fl_heapwatch *w) {
+	memset(w->live, 0, (size_t)w->live_cap * sizeof *w->live);
+	w->nlive = 0;
+}
+
+// pad is the number of bytes from a block's requested end to the next
+// multiple of 8 (the alignment of newlib's and heap_4's blocks).
+static uint32_t pad(uint32_t addr, uint32_t size) {
+	uint64_t end = (uint64_t)addr + size;
+	return (uint32_t)(((end + 7) & ~(uint64_t)7) - end);
+}
+
+static void mark_live(fl_heapwatch *w, uint32_t addr, uint32_t size, uint32_t header) {
+	// Bookkeeping before the block may overlap the end of the block
+	// below (newlib lets a chunk in use keep data in the next chunk's
+	// prev_size field): marked softly, it never takes a live byte.
+	if (header > 0 && addr >= header) {
+		fl_hw_mark(w, addr - header, header, FL_HW_HEADER, 1);
+	}
+	fl_hw_mark(w, addr, size, FL_HW_LIVE, 0);
+	fl_hw_mark(w, addr + size, pad(addr, size), FL_HW_PAD, 1);
+}
+
+// release frees the live block at ptr in the map; 0 if there is none (Go
+// reports the double or invalid free).
+static int release(fl_heapwatch *w, uint32_t ptr, uint32_t *size, uint32_t *header) {
+	if (!live_del(w, ptr, size, header)) {
+		return 0;
+	}
+	fl_hw_mark(w, ptr, *size, FL_HW_FREED, 0);
+	fl_hw_mark(w, ptr + *size, pad(ptr, *size), FL_HW_FREED, 1);
+	return 1;
+}
+
+// Interned stacks.
+
+static uint32_t mix(uint32_t h, uint32_t v) {
+	h ^= v;
+	h *= 0x01000193u;
+	return h ^ (h >> 15);
+}
+
+// stack_hash hashes what tells stacks apart in practice (the return
+// addresses and SPs); intern compares the whole entries.
+static uint32_t stack_hash(const fl_frame *s, uint32_t d, uint32_t pc, uint32_t sp, uint32_t psp) {
+	uint32_t h = mix(mix(mix(mix(0x811c9dc5u, pc), sp), psp), d);
+	for (uint32_t i = 0; i < d; i++) {
+		h = mix(h, s[i].ret ^ (s[i].sp << 7));
+	}
+	return h;
+}
+
+static int same_stack(const fl_heapwatch *w, const fl_hw_stack *k, const fl_frame *s, uint32_t d,
+                      uint32_t pc, uint32_t sp, uint32_t psp) {
+	return k->pc == pc && k->sp == sp && k->psp == psp && k->depth == d &&
+	       (d == 0 || memcmp(&w->pool[k->off], s, (size_t)d * sizeof *s) == 0);
+}
+
+void fl_hw_stacks_reset(fl_heapwatch *w) {
+	memset(w->stack_index, 0, FL_HW_INDEX_SLOTS * sizeof *w->stack_index);
+	w->nstacks = 0;
+	w->npool = 0;
+	w->gen++;
+}
+
+// intern returns the id of the tracker's shadow stack seen from pc, sp and
+// psp, adding it if new; FL_HW_NO_STACK when the table is full (or out of
+// memory): the caller drains the events and resets the table.
+static uint32_t intern(const fl_tracker *t, fl_heapwatch *w, uint32_t pc, uint32_t sp, uint32_t psp,
+                       uint32_t lr) {
+	uint32_t d = t->depth;
+	const fl_frame *s = t->stack;
+	// An allocation in a loop finds the stack of the last call from the
+	// same call site: try that first.
+	uint32_t *last = &w->last[((pc ^ lr) >> 1) & (FL_HW_LAST - 1)];
+	if (*last < w->nstacks && same_stack(w, &w->stacks[*last], s, d, pc, sp, psp)) {
+		return *last;
+	}
+	uint32_t h = stack_hash(s, d, pc, sp, psp);
+	uint32_t mask = FL_HW_INDEX_SLOTS - 1;
+	uint32_t i = h & mask;
+	for (; w->stack_index[i] != 0; i = (i + 1) & mask) {
+		const fl_hw_stack *k = &w->stacks[w->stack_index[i] - 1];
+		if (k->hash == h && same_stack(w, k, s, d, pc, sp, psp)) {
+			*last = w->stack_index[i] - 1;
+			return *last;
+		}
+	}
+	if (w->nstacks >= FL_HW_MAX_STACKS || d > FL_HW_MAX_FRAMES - w->npool) {
+		return FL_HW_NO_STACK;
+	}
+	if ((w->nstacks & 1023) == 0) {
+		fl_hw_stack *ns = realloc(w->stacks, (w->nstacks + 1024) * sizeof *ns);
+		if (ns == NULL) {
+			return FL_HW_NO_STACK;
+		}
+		w->stacks = ns;
+	}
+	uint32_t need = w->npool + d;
+	uint32_t have = w->pool == NULL ? 0 : w->npool_cap;
+	if (need > have) {
+		uint32_t nc = have ? have : 4096;
+		while (nc < need) {
+			nc *= 2;
+		}
+		fl_frame *np = realloc(w->pool, (size_t)nc * sizeof *np);
+		if (np == NULL) {
+			return FL_HW_NO_STACK;
+		}
+		w->pool = np;
+		w->npool_cap = nc;
+	}
+	if (d > 0) {
+		memcpy(&w->pool[w->npool], s, (size_t)d * sizeof *s);
+	}
+	uint32_t id = w->nstacks++;
+	fl_hw_stack *k = &w->stacks[id];
+	k->hash = h;
+	k->pc = pc;
+	k->sp = sp;
+	k->psp = psp;
+	k->depth = d;
+	k->off = w->npool;
+	w->npool += d;
+	w->stack_index[i] = id + 1;
+	*last = id;
+	return id;
+}
+
+// drain hands the buffered events to Go.
+static void drain(fl_heapwatch *w) {
+	if (w->nev == 0) {
+		return;
+	}
+	w->drains++;
+	goHeapDrain(w->handle);
+	w->nev = 0;
+}
+
+void fl_hw_events_done(fl_heapwatch *w) { w->nev = 0; }
+
+// room makes room for one more event: the buffer grows, or Go reads it.
+static void room(fl_heapwatch *w) {
+	if (w->nev < w->evcap) {
+		return;
+	}
+	if (w->evcap < FL_HW_EVENTS_MAX) {
+		fl_hw_event *ne = realloc(w->ev, (size_t)w->evcap * 2 * sizeof *ne);
+		if (ne != NULL) {
+			w->ev = ne;
+			w->evcap *= 2;
+			return;
+		}
+	}
+	drain(w);
+}
+
+static uint32_t reg(const fl_tracker *t, int id) {
+	uint32_t v = 0;
+	uc_reg_read(t->uc, id, &v);
+	return v;
+}
+
+static uint32_t arg(const fl_tracker *t, int32_t n) {
+	return n >= 0 && n <= 3 ? reg(t, UC_ARM_REG_R0 + n) : 0;
+}
+
+// entry handles a call of an entry point: the block at its address.
+static void entry(fl_tracker *t, fl_heapwatch *w, uint32_t addr, const fl_hw_func *f) {
+	uint32_t ptr = arg(t, f->ptr), size;
+	if (f->op == FL_HW_OP_CALLOC) {
+		uint64_t n = (uint64_t)arg(t, f->count) * arg(t, f->size);
+		size = n > 0xffffffffu ? 0xffffffffu : (uint32_t)n;
+	} else {
+		size = arg(t, f->size);
+	}
+	uint32_t sp = reg(t, UC_ARM_REG_SP), lr = reg(t, UC_ARM_REG_LR);
+	uint32_t psp = 0;
+	if ((reg(t, UC_ARM_REG_IPSR) & 0x1ff) == 0) {
+		psp = (reg(t, UC_ARM_REG_CONTROL) >> 1) & 1;
+	}
+	room(w);
+	uint32_t id = intern(t, w, addr, sp, psp, lr);
+	if (id == FL_HW_NO_STACK) {
+		drain(w);
+		fl_hw_stacks_reset(w);
+		id = intern(t, w, addr, sp, psp, lr);
+	}
+	fl_hw_event *e = &w->ev[w->nev++];
+	e->insn = t->insns;
+	e->kind = FL_HW_EV_ENTRY;
+	e->func = f->id;
+	e->ptr = ptr;
+	e->size = size;
+	e->ret = lr & ~1u;
+	e->sp = sp;
+	e->stack = id;
+	e->pad_ = 0;
+
+	w->p_op = f->op;
+	w->p_func = f->id;
+	w->p_ptr = ptr;
+	w->p_size = size;
+	w->p_header = f->header;
+	w->p_old = 0;
+	if (ptr != 0 && (f->op == FL_HW_OP_FREE || f->op == FL_HW_OP_REALLOC)) {
+		uint32_t osize = 0, oheader = 0;
+		if (release(w, ptr, &osize, &oheader) && f->op == FL_HW_OP_REALLOC) {
+			w->p_old = 1;
+			w->p_old_size = osize;
+			w->p_old_header = oheader;
+		}
+	}
+	w->ret = lr & ~1u;
+	w->ret_sp = sp;
+	w->inside = 1;
+}
+
+// ret handles the return of the call in progress.
+static void ret(fl_tracker *t, fl_heapwatch *w) {
+	w->inside = 0;
+	uint32_t p = w->p_op == FL_HW_OP_FREE ? 0 : reg(t, UC_ARM_REG_R0);
+	room(w);
+	fl_hw_event *e = &w->ev[w->nev++];
+	memset(e, 0, sizeof *e);
+	e->insn = t->insns;
+	e->kind = FL_HW_EV_RETURN;
+	e->func = w->p_func;
+	e->ptr = p;
+	if (w->p_op == FL_HW_OP_FREE) {
+		return;
+	}
+	if (p == 0) {
+		if (w->p_op == FL_HW_OP_REALLOC && w->p_old && w->p_size != 0) {
+			// Failed: the old block stays allocated.
+			fl_hw_live_put(w, w->p_ptr, w->p_old_size, w->p_old_header);
+			mark_live(w, w->p_ptr, w->p_old_size, w->p_old_header);
+		}
+		return;
+	}
+	fl_hw_live_put(w, p, w->p_size, w->p_header);
+	mark_live(w, p, w->p_size, w->p_header);
+}
+
 // fl_hw_block runs in the block hook for every block that runs.
 void fl_hw_block(fl_tracker *t, uint32_t addr) {
 	fl_heapwatch *w = t->hw;
+	if (w->inside) {
+		// Inside an allocator call only its return matters (the
+		// allocator's own calls of other entry points are its business).
+		if (addr == w->ret && reg(t, UC_ARM_REG_SP) >= w->ret_sp) {
+			if (w->p_op != FL_HW_OP_WATCH) {
+				ret(t, w);
+			} else if (w->ret_go) {
+				go_block(t, w, addr); // Go ends the call
+			} else {
+				w->inside = 0;
+			}
+		}
+		return;
+	}
 	uint32_t b = (addr >> 1) & (FL_HW_FILTER_BITS - 1);
 	if ((w->filter[b >> 3] & (1u << (b & 7))) == 0) {
 		return;
 	}
 	uint32_t at;
-	if (w->inside) {
-		// Inside an allocator call only its return matters (the
-		// allocator's own calls of other entry points are its business).
-		if (addr != w->ret) {
-			return;
-		}
-		uint32_t sp = 0;
-		uc_reg_read(t->uc, UC_ARM_REG_SP, &sp);
-		if (sp < w->ret_sp) {
-			return;
-		}
-		if (!w->ret_go) {
-			w->inside = 0;
-			return;
-		}
-	}
 	if (find(w, addr, &at)) {
-		// The registers an allocator's entry and return need, read here:
-		// one C->Go transition instead of one per register.
-		static const int ids[FL_HW_NREGS] = {UC_ARM_REG_R0, UC_ARM_REG_R1, UC_ARM_REG_R2,
-		                                     UC_ARM_REG_R3, UC_ARM_REG_SP, UC_ARM_REG_LR};
-		uint32_t regs[FL_HW_NREGS];
-		for (int i = 0; i < FL_HW_NREGS; i++) {
-			regs[i] = 0;
-			uc_reg_read(t->uc, ids[i], &regs[i]);
+		if (w->funcs[at].op == FL_HW_OP_WATCH) {
+			go_block(t, w, addr);
+		} else {
+			entry(t, w, addr, &w->funcs[at]);
 		}
-		goHeapBlock(w->handle, addr, regs);
 	}
 }
 

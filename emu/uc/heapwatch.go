@@ -23,16 +23,61 @@ const (
 	HeapPad    = C.FL_HW_PAD
 )
 
+// What an allocator entry point does (HeapFunc.Op).
+const (
+	HeapOpAlloc    = C.FL_HW_OP_ALLOC
+	HeapOpCalloc   = C.FL_HW_OP_CALLOC
+	HeapOpRealloc  = C.FL_HW_OP_REALLOC
+	HeapOpFree     = C.FL_HW_OP_FREE
+	HeapOpMemalign = C.FL_HW_OP_MEMALIGN
+)
+
 // HeapWatch is the C half of heap tracking (heapwatch.c), attached to a
-// Tracker: the block hook calls Block when a block starts at a watched
-// address, and the data-access hook calls Access for an access into a
-// freed block, or a write into bookkeeping or padding, of the byte map over
-// [base, base+size). Accesses are only checked while the data-access hook
-// is installed (Tracker.SetMemHook) and Checks(true).
+// Tracker. The block hook handles each call of a watched allocator entry
+// point and its return in C: it keeps the live blocks and the byte map of
+// block states over [base, base+size), and buffers an event per entry and
+// return (HeapEvent) that the drain callback reads in batches (Events).
+// The data-access hook calls access for an access into a freed block, or
+// a write into bookkeeping or padding. Accesses are only checked while the
+// data-access hook is installed (Tracker.SetMemHook) and Checks(true).
 type HeapWatch struct {
 	t      *Tracker
 	p      *C.fl_heapwatch
 	handle cgo.Handle
+}
+
+// HeapFunc describes an allocator entry point: what it does (HeapOp*),
+// the argument registers (0-3, -1: none) of its pointer, size and count
+// operands, the bytes of bookkeeping before its blocks, and the number
+// its events carry.
+type HeapFunc struct {
+	Op               int
+	Ptr, Size, Count int
+	Header           uint32
+	ID               uint32
+}
+
+// HeapEvent is an allocator entry (Return false) or the return of the
+// call in progress.
+type HeapEvent struct {
+	Insn   uint64 // guest instructions counted when the block started
+	Return bool
+	Func   uint32 // HeapFunc.ID
+	// Entry: the pointer operand (0 if none) and size (count*size for
+	// calloc, saturated at 2^32-1). Return: Ptr is r0 (0 for a free).
+	Ptr, Size uint32
+	Ret, SP   uint32 // entry: return address (bit 0 clear) and SP
+	Stack     uint32 // entry: the interned call stack (StackOf)
+}
+
+// HeapPending is the allocator call in progress, as the C side keeps it.
+type HeapPending struct {
+	Func            uint32
+	Op              int
+	Ret, SP, Ptr    uint32
+	Size, Header    uint32
+	Old             bool // realloc: the old block was live and released
+	OldSize, OldHdr uint32
 }
 
 // HeapRegs are the registers at a watched block's start: r0-r3, SP, LR.
@@ -40,19 +85,25 @@ type HeapRegs [6]uint32
 
 type heapCallbacks struct {
 	block  func(addr uint32, regs *HeapRegs)
+	drain  func()
 	access func(addr uint32, size int, write bool, state int, block uint32)
 }
 
 // NewHeapWatch attaches a heap watcher with a byte map of size bytes at
-// base (size 0: no map). block and access run inside the emulation, on
+// base (size 0: no map). drain and access run inside the emulation, on
 // the goroutine that called Start; they must not call Start or FlushTBs.
-// access gets the first offending byte's address and state, the access
-// size, and the start of the translated block that made it.
-func (t *Tracker) NewHeapWatch(base, size uint32, block func(addr uint32, regs *HeapRegs), access func(addr uint32, size int, write bool, state int, block uint32)) (*HeapWatch, error) {
+// drain must read the events (Events) and call EventsDone. access gets the
+// first offending byte's address and state, the access size, and the start
+// of the translated block that made it.
+//
+// block is called when a block starts at an address watched with Watch
+// (with the registers then), and at the return of a call started with
+// Expect(..., true).
+func (t *Tracker) NewHeapWatch(base, size uint32, block func(addr uint32, regs *HeapRegs), drain func(), access func(addr uint32, size int, write bool, state int, block uint32)) (*HeapWatch, error) {
 	if t.p.hw != nil {
 		return nil, &OpError{Op: "heap watch", Err: ErrHookExist}
 	}
-	cb := &callback{e: t.e, heap: &heapCallbacks{block: block, access: access}}
+	cb := &callback{e: t.e, heap: &heapCallbacks{block: block, drain: drain, access: access}}
 	h := newHandle(cb)
 	p := C.fl_hw_new(C.uintptr_t(h), C.uint32_t(base), C.uint32_t(size))
 	if p == nil {
@@ -73,12 +124,106 @@ func (w *HeapWatch) free() {
 	// The C side is freed with the tracker.
 }
 
-// Watch adds (on) or removes a block address.
+// AddFunc watches the allocator entry point at addr.
+func (w *HeapWatch) AddFunc(addr uint32, f HeapFunc) error {
+	cf := C.fl_hw_func{op: C.uint32_t(f.Op), ptr: C.int32_t(f.Ptr), size: C.int32_t(f.Size),
+		count: C.int32_t(f.Count), header: C.uint32_t(f.Header), id: C.uint32_t(f.ID)}
+	if C.fl_hw_add_func(w.p, C.uint32_t(addr), &cf) == 0 {
+		return &OpError{Op: "heap watch", Err: ErrNoMem}
+	}
+	return nil
+}
+
+// Watch adds (on) or removes a block address watched for the block
+// callback (not an allocator entry point).
 func (w *HeapWatch) Watch(addr uint32, on bool) error {
 	if C.fl_hw_watch(w.p, C.uint32_t(addr), C.int(b2u(on))) == 0 {
 		return &OpError{Op: "heap watch", Err: ErrNoMem}
 	}
 	return nil
+}
+
+// Expect starts a watched call (not an allocator's): inside until the
+// block at ret runs with SP >= sp; then, with goReturn, the block callback
+// reports it (and must call Inside(false)), else the call simply ends.
+func (w *HeapWatch) Expect(ret, sp uint32, goReturn bool) {
+	w.p.p_op = C.FL_HW_OP_WATCH
+	w.p.ret, w.p.ret_sp, w.p.ret_go = C.uint32_t(ret&^1), C.uint32_t(sp), C.int(b2u(goReturn))
+	w.p.inside = 1
+}
+
+// Inside sets whether a call is in progress (accesses meanwhile are not
+// checked).
+func (w *HeapWatch) Inside(on bool) { w.p.inside = C.int(b2u(on)) }
+
+// Events copies up to len(buf) buffered events, from the from-th on, to
+// buf and returns how many; they stay buffered until EventsDone.
+func (w *HeapWatch) Events(buf []HeapEvent, from int) int {
+	n := int(w.p.nev)
+	if from >= n {
+		return 0
+	}
+	src := unsafe.Slice(w.p.ev, n)[from:]
+	k := min(len(buf), len(src))
+	for i, e := range src[:k] {
+		buf[i] = HeapEvent{Insn: uint64(e.insn), Return: e.kind == C.FL_HW_EV_RETURN, Func: uint32(e._func),
+			Ptr: uint32(e.ptr), Size: uint32(e.size), Ret: uint32(e.ret), SP: uint32(e.sp), Stack: uint32(e.stack)}
+	}
+	return k
+}
+
+// EventsDone empties the event buffer.
+func (w *HeapWatch) EventsDone() { C.fl_hw_events_done(w.p) }
+
+// Drains counts the times the C side filled its buffer and called drain.
+func (w *HeapWatch) Drains() uint64 { return uint64(w.p.drains) }
+
+// StackGen changes whenever the interned stacks are dropped (their ids are
+// then reused): a cache of StackOf results must be emptied.
+func (w *HeapWatch) StackGen() uint32 { return uint32(w.p.gen) }
+
+// StackOf returns the interned stack id: the PC, SP and stack (process
+// stack: psp) of the code at the call, and the shadow stack then.
+func (w *HeapWatch) StackOf(id uint32) (pc, sp uint32, psp bool, frames []ShadowFrame) {
+	if id >= uint32(w.p.nstacks) {
+		return 0, 0, false, nil
+	}
+	k := unsafe.Slice(w.p.stacks, int(w.p.nstacks))[id]
+	if k.depth > 0 {
+		pool := unsafe.Slice(w.p.pool, int(w.p.npool))
+		frames = framesOf(pool[k.off : k.off+k.depth])
+	}
+	return uint32(k.pc), uint32(k.sp), k.psp != 0, frames
+}
+
+// ResetStacks drops the interned stacks.
+func (w *HeapWatch) ResetStacks() { C.fl_hw_stacks_reset(w.p) }
+
+// ClearLive forgets every live block (the map is left alone).
+func (w *HeapWatch) ClearLive() { C.fl_hw_live_clear(w.p) }
+
+// PutLive records a live block.
+func (w *HeapWatch) PutLive(addr, size, header uint32) error {
+	if C.fl_hw_live_put(w.p, C.uint32_t(addr), C.uint32_t(size), C.uint32_t(header)) == 0 {
+		return &OpError{Op: "heap watch", Err: ErrNoMem}
+	}
+	return nil
+}
+
+// LiveBlocks is the number of live blocks the C side holds.
+func (w *HeapWatch) LiveBlocks() int { return int(w.p.nlive) }
+
+// SetPending makes p the call in progress (nil: none).
+func (w *HeapWatch) SetPending(p *HeapPending) {
+	if p == nil {
+		w.p.inside = 0
+		return
+	}
+	w.p.p_func, w.p.p_op = C.uint32_t(p.Func), C.uint32_t(p.Op)
+	w.p.ret, w.p.ret_sp = C.uint32_t(p.Ret&^1), C.uint32_t(p.SP)
+	w.p.p_ptr, w.p.p_size, w.p.p_header = C.uint32_t(p.Ptr), C.uint32_t(p.Size), C.uint32_t(p.Header)
+	w.p.p_old, w.p.p_old_size, w.p.p_old_header = C.int(b2u(p.Old)), C.uint32_t(p.OldSize), C.uint32_t(p.OldHdr)
+	w.p.inside = 1
 }
 
 // Mark sets the map state of [addr, addr+n) (clipped to the map). With
@@ -90,18 +235,6 @@ func (w *HeapWatch) Mark(addr, n uint32, state int, soft bool) {
 // ClearMap sets the whole map to HeapNone.
 func (w *HeapWatch) ClearMap() {
 	C.fl_hw_mark(w.p, w.p.base, w.p.len, C.FL_HW_NONE, 0)
-}
-
-// Inside says whether an allocator call is in progress: its own accesses
-// to bookkeeping and freed blocks are not checked.
-func (w *HeapWatch) Inside(on bool) { w.p.inside = C.int(b2u(on)) }
-
-// Expect starts an allocator call: inside until the block at ret runs
-// with SP >= sp; then, with goReturn, the block callback reports it (and
-// must call Inside(false)), else the call simply ends.
-func (w *HeapWatch) Expect(ret, sp uint32, goReturn bool) {
-	w.p.ret, w.p.ret_sp, w.p.ret_go = C.uint32_t(ret&^1), C.uint32_t(sp), C.int(b2u(goReturn))
-	w.p.inside = 1
 }
 
 // InsideNow reports whether an allocator call is in progress.
@@ -119,6 +252,13 @@ func goHeapBlock(h C.uintptr_t, addr C.uint32_t, regs *C.uint32_t) {
 		r[i] = uint32(v)
 	}
 	cb.heap.block(uint32(addr), &r)
+}
+
+//export goHeapDrain
+func goHeapDrain(h C.uintptr_t) {
+	cb := lookup(h)
+	defer cb.recover("heap drain")
+	cb.heap.drain()
 }
 
 // StackKey appends to key[:0] what identifies the shadow stack's newest

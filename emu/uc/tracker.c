@@ -254,7 +254,7 @@ static void block_hook(uc_engine *uc, uint64_t addr64, uint32_t size, void *ud) 
 	t->prev_end = addr + size;
 	t->cur_addr = addr;
 	t->cur_size = size;
-	if (t->hw != NULL) {
+	if (t->hw != NULL && fl_hw_wants(t->hw, addr)) {
 		fl_hw_block(t, addr);
 	}
 }

@@ -170,8 +170,12 @@ func (t *Tracker) Frames() []ShadowFrame {
 	if n == 0 {
 		return nil
 	}
-	src := unsafe.Slice(t.p.stack, n)
-	out := make([]ShadowFrame, n)
+	return framesOf(unsafe.Slice(t.p.stack, n))
+}
+
+// framesOf converts C shadow-stack entries.
+func framesOf(src []C.fl_frame) []ShadowFrame {
+	out := make([]ShadowFrame, len(src))
 	for i, f := range src {
 		out[i] = ShadowFrame{Return: uint32(f.ret), SP: uint32(f.sp), prevBase: uint32(f.prev_base), PSP: f.psp != 0, Target: uint32(f.target)}
 		if f.kind == C.FL_FRAME_EXCEPTION {
