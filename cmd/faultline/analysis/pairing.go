@@ -76,7 +76,10 @@ func roBlocksOf(elf *elfsym.File) []roBlock {
 //     registers report (a division for DIVBYZERO, a memory access for a
 //     precise data fault, not a well-defined instruction for UNDEFINSTR),
 //     the return addresses the walk followed must follow a call, and the
-//     code addresses on the live stack must mostly follow calls.
+//     code addresses on the live stack must mostly follow calls, and so
+//     must the interrupted code's LR when it is a code address;
+//  4. the core: an ELF built for an architecture or an FPU the dump's CPU
+//     does not have, or without FP while the dump stacked FP state.
 //
 // Build IDs or code bytes decide "verified"; any contradiction decides
 // "mismatch"; otherwise the pairing is "unverified" and the evidence says
@@ -157,6 +160,18 @@ func checkPairing(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, t *unwind
 		} else if checked != "" {
 			p.Evidence = append(p.Evidence, checked)
 		}
+	}
+	if msg := lrCheck(elf, code, faulting); msg != "" {
+		differ("%s", msg)
+	}
+	// 4. The core: what the ELF was built for against the dump's CPU and
+	// the FP state it stacked.
+	attrs := elf.Attributes()
+	if msg := coreCheck(attrs, d.CPU); msg != "" {
+		differ("%s", msg)
+	}
+	if msg := fpFrameCheck(attrs, frames); msg != "" {
+		differ("%s", msg)
 	}
 	if msg, ok := handlerCheck(elf, code, facts, d); msg != "" {
 		if ok {

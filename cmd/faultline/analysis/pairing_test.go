@@ -83,6 +83,15 @@ func TestPairingAllPairs(t *testing.T) {
 		}
 	}
 	var wrongOK, rightBad, right, wrong, verified, harmless int
+	// Wrong pairs found only by the checks of the core and of LR, per
+	// check (a pair may be found by several).
+	byCheck := map[string]int{}
+	checks := map[string]string{
+		"architecture": "(Tag_CPU_arch), which the dump's",
+		"fpu":          "(Tag_FP_arch",
+		"fp-frame":     "the dump has an FP exception frame",
+		"lr":           "the interrupted code's LR",
+	}
 	for _, c := range cases {
 		d, err := crashdump.Load(c.dump)
 		if err != nil {
@@ -129,6 +138,20 @@ func TestPairingAllPairs(t *testing.T) {
 				}
 				continue
 			}
+			// Found only by these checks: every difference is theirs.
+			only := true
+			for _, diff := range r.Pairing.Differences {
+				ours := false
+				for _, c := range checks {
+					ours = ours || strings.Contains(diff, c)
+				}
+				only = only && ours
+			}
+			for k, c := range checks {
+				if only && strings.Contains(strings.Join(r.Pairing.Differences, "\n"), c) {
+					byCheck[k]++
+				}
+			}
 			w := strings.Join(r.Warnings, "\n")
 			if !strings.Contains(w, "pairing mismatch") {
 				t.Errorf("%s with %s: mismatch without a warning: %q", filepath.Base(c.dump), filepath.Base(e), w)
@@ -141,13 +164,33 @@ func TestPairingAllPairs(t *testing.T) {
 			}
 		}
 	}
-	// Content evidence cannot tell every pair apart: two builds of the
-	// same compiler for cores whose code differs only in functions the
-	// dump never reaches stay unverified. Hold the rate of those.
-	if missed := float64(wrongOK) / float64(wrong-harmless); missed > 0.03 {
-		t.Errorf("%d of %d wrong pairs that decode differently were not caught (%.1f%%): want at most 3%%", wrongOK, wrong-harmless, 100*missed)
+	// Content evidence cannot tell every pair apart. Measured over 207
+	// right and 4861 wrong pairs: 37 wrong pairs that decode differently
+	// stay unverified (0.8%). Before the checks of the core and of LR
+	// there were 139 (and 109 same-decode pairs); those checks alone find
+	// 30 pairs by the architecture (an m4f ELF on a cortex-m3 dump), 9 by
+	// the FP frame (an FP-less ELF under a dump that stacked FP state)
+	// and 71 by LR (some by two). The 37 left, by class:
+	//   - an m4f dump (cpu cortex-m4, basic frame) against an m3 build of
+	//     the same compiler (26): m3 code runs on an m4, the crash is in
+	//     code the builds share at the same addresses, the interrupted
+	//     LR follows a call in both, and the walk ends in a gap or a
+	//     stack-scan guess before the frames that differ;
+	//   - a capture (CrashCatcher: no cpu, so no architecture check)
+	//     against another build (9): m3 captures against m4f ELFs, and
+	//     psp_thread, whose stack is too short for the stack-word test;
+	//   - gcc m3 -O0 and -O2-fp null_fnptr against gcc m3 -Og (2): the
+	//     PC is 0, and the one return address checked follows a call in
+	//     both.
+	// 106 more decode exactly the same (only unrelated sections moved)
+	// and stay unverified, never verified. Hold these numbers.
+	if wrongOK > 40 {
+		t.Errorf("%d of %d wrong pairs that decode differently were not caught: want at most 40 (37 measured)", wrongOK, wrong-harmless)
 	}
-	t.Logf("%d right pairs (%d verified, %d wrongly mismatched), %d wrong pairs (%d decode the same and are unverified, %d not caught)", right, verified, rightBad, wrong, harmless, wrongOK)
+	if byCheck["architecture"] < 28 || byCheck["fp-frame"] < 9 || byCheck["lr"] < 65 {
+		t.Errorf("the core and LR checks alone found %v: want at least 28 by architecture, 9 by FP frame, 65 by LR", byCheck)
+	}
+	t.Logf("%d right pairs (%d verified, %d wrongly mismatched), %d wrong pairs (%d decode the same and are unverified, %d not caught); found only by the core and LR checks: %v", right, verified, rightBad, wrong, harmless, wrongOK, byCheck)
 }
 
 // sameDecode reports whether two reports give the same backtrace: the
