@@ -538,9 +538,16 @@ func (r *frReader) stackOf(t *Thread, tcb uint32) {
 		limit = t.Stack.End - start
 	}
 	n := 0
+	im, _ := r.in.Mem.(*unwinders.Image)
 	for a := start; uint32(n) < limit; a += uint32(len(r.buf)) {
 		chunk := r.buf[:min(uint32(len(r.buf)), limit-uint32(n))]
-		if r.in.Mem.Read(a, chunk) != nil {
+		var inPlace []byte
+		if im != nil {
+			inPlace, _ = im.Bytes(a, len(chunk))
+		}
+		if inPlace != nil {
+			chunk = inPlace // the same bytes, without the copy
+		} else if r.in.Mem.Read(a, chunk) != nil {
 			return
 		}
 		i := 0

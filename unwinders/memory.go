@@ -175,6 +175,17 @@ func (im *Image) slice(addr uint32, n int) ([]byte, bool) {
 	return nil, false
 }
 
+// Bytes returns the bytes [addr, addr+n) in place, without copying, when
+// a single region holds them all and nothing of a higher layer covers
+// them; ok is false otherwise (Read then copies them, or says which byte
+// is missing). The caller must not modify or keep the bytes.
+func (im *Image) Bytes(addr uint32, n int) ([]byte, bool) {
+	if n < 0 || uint64(addr)+uint64(n) > 1<<32 {
+		return nil, false
+	}
+	return im.slice(addr, n)
+}
+
 // Read implements Memory. A read may span regions and layers.
 func (im *Image) Read(addr uint32, p []byte) error {
 	if uint64(addr)+uint64(len(p)) > 1<<32 {

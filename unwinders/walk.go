@@ -104,6 +104,11 @@ func (s Stop) Complete() bool { return s.Kind == StopReset || s.Kind == StopEndO
 // Options tune a walk.
 type Options struct {
 	MaxFrames int // default 64
+	// Frames, when it has capacity, is where the walk puts its frames
+	// (from index 0; beyond its capacity the walk allocates as usual):
+	// a caller walking many threads can hand each walk the unused end of
+	// one allocation. Result.Frames then shares its memory.
+	Frames []Frame
 }
 
 // Result is what a walk found: always the frames so far plus the reason it
@@ -170,8 +175,11 @@ func walk(t *Target, regs Registers, chain []Unwinder, opt Options) Result {
 	}
 	// Most walks end within a handful of frames: room for them up front
 	// spares growing (and copying) the slice frame by frame.
-	res := Result{Frames: make([]Frame, 1, min(max+1, 6))}
-	res.Frames[0] = f0
+	buf := opt.Frames[:0]
+	if cap(buf) == 0 {
+		buf = make([]Frame, 0, min(max+1, 6))
+	}
+	res := Result{Frames: append(buf, f0)}
 	gaps := 0
 	if IsLockup(regs.Value(PC)) {
 		return Result{Frames: res.Frames, Stop: Stop{Kind: StopLockup, Detail: fmt.Sprintf("PC is 0x%08x", regs.Value(PC))}}

@@ -261,9 +261,10 @@ func (d *decoder) groups() []group {
 		out = append(out, g)
 	}
 	if d.hasCFSR {
-		add("MemManage", 4, "CFSR", d.cfsr, mmfsrMask, cfsrBits(), MEMFAULTENA, MEMFAULTACT)
-		add("BusFault", 5, "CFSR", d.cfsr, bfsrMask, cfsrBits(), BUSFAULTENA, BUSFAULTACT)
-		add("UsageFault", 6, "CFSR", d.cfsr, d.ufsrMask(), cfsrBits(), USGFAULTENA, USGFAULTACT)
+		bits := cfsrBits() // one table for the three groups
+		add("MemManage", 4, "CFSR", d.cfsr, mmfsrMask, bits, MEMFAULTENA, MEMFAULTACT)
+		add("BusFault", 5, "CFSR", d.cfsr, bfsrMask, bits, BUSFAULTENA, BUSFAULTACT)
+		add("UsageFault", 6, "CFSR", d.cfsr, d.ufsrMask(), bits, USGFAULTENA, USGFAULTACT)
 	}
 	if d.hasSFSR {
 		add("SecureFault", 7, "SFSR", d.sfsr, sfsrMask, sfsrBits(), SECUREFAULTENA, SECUREFAULTACT)

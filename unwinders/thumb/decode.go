@@ -61,13 +61,19 @@ func decodeAt(m unwinders.Memory, addr uint32, b []byte) (Inst, error) {
 	if addr&1 != 0 {
 		return Inst{}, ErrMisaligned
 	}
-	if err := m.Read(addr, b[:2]); err != nil {
+	// Halfword reads (not m.Read into b): the buffer then stays with the
+	// caller, on its stack.
+	h1, err := unwinders.ReadU16(m, addr)
+	if err != nil {
 		return Inst{}, fmt.Errorf("thumb: reading instruction at 0x%08x: %w", addr, err)
 	}
-	if Is32Bit(binary.LittleEndian.Uint16(b)) {
-		if err := m.Read(addr+2, b[2:]); err != nil {
+	binary.LittleEndian.PutUint16(b, h1)
+	if Is32Bit(h1) {
+		h2, err := unwinders.ReadU16(m, addr+2)
+		if err != nil {
 			return Inst{}, fmt.Errorf("thumb: reading instruction at 0x%08x: %w", addr, err)
 		}
+		binary.LittleEndian.PutUint16(b[2:], h2)
 		return Decode(b[:4], addr)
 	}
 	return Decode(b[:2], addr)

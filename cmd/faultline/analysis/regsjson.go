@@ -53,7 +53,7 @@ func (h HexRegs) MarshalJSON() ([]byte, error) {
 // registersJSON lists the dump's known registers, core and special ones
 // first, then the FP registers.
 func registersJSON(r *unwinders.Registers) *HexRegs {
-	h := new(HexRegs)
+	h := &HexRegs{names: make([]string, 0, unwinders.NumRegs), values: make([]uint32, 0, unwinders.NumRegs)}
 	r.Each(func(reg unwinders.Reg, v uint32) { h.add(strings.ToLower(reg.String()), v) })
 	if h.Len() == 0 {
 		return nil

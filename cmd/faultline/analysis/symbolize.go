@@ -53,7 +53,8 @@ func symbolizeFrames(elf *elfsym.File, frames []unwinders.Frame) ([]FrameJSON, [
 			continue
 		}
 		look := f.LookupPC()
-		locs, err := elf.Symbolize(look)
+		var buf [4]elfsym.Location // most chains: no allocation
+		locs, err := elf.AppendSymbolize(buf[:0], look)
 		if err != nil && !slices.Contains(errs, err.Error()) {
 			errs = append(errs, err.Error())
 		}

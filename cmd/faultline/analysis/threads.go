@@ -200,6 +200,10 @@ func threadReports(elf *elfsym.File, t *unwinders.Target, k *rtos.Kernel, chain 
 		maxFrames = maxThreadFrames
 	}
 	r.Threads = make([]ThreadJSON, 0, len(k.Threads))
+	// One allocation holds the frames of every walk (a few each): each
+	// walk gets the unused rest, and one that outgrows it allocates its own.
+	slab := make([]unwinders.Frame, 6*len(k.Threads))
+	used := 0
 	for _, th := range k.Threads {
 		j := ThreadJSON{
 			Name: th.Name, State: string(th.State), Current: th.Current, Priority: th.Priority,
@@ -235,7 +239,10 @@ func threadReports(elf *elfsym.File, t *unwinders.Target, k *rtos.Kernel, chain 
 			if th.Stack.Start != 0 && th.Stack.End > th.Stack.Start {
 				tt.ProcessStack = unwinders.Range{Lo: th.Stack.Start, Hi: th.Stack.End}
 			}
-			res := unwinders.Walk(&tt, th.Regs, chain, unwinders.Options{MaxFrames: maxFrames})
+			res := unwinders.Walk(&tt, th.Regs, chain, unwinders.Options{MaxFrames: maxFrames, Frames: slab[used:used:len(slab)]})
+			if n := len(res.Frames); n > 0 && used < len(slab) && &res.Frames[0] == &slab[used] {
+				used += n
+			}
 			j.Stop = demangleText(elf, res.Stop.String())
 			if cutWalk(elf, k.Kind, &res) {
 				j.Stop = taskEntryStop

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"io"
@@ -297,6 +298,20 @@ func runAnalyze(cmd *cobra.Command, c *commonFlags, raw *rawFlags, bf *batchFlag
 			out = cw
 		}
 	}
+	// JSON lines into a file or a pipe: one write per 64 KiB rather than
+	// one per dump (flushed before each message on stderr, so the two
+	// streams keep their order when they go to the same place).
+	var lines *bufio.Writer
+	if c.format == "jsonl" && !bf.summary && !isTerminal(out) {
+		lines = bufio.NewWriterSize(out, 64<<10)
+		out = lines
+		defer lines.Flush() // the error paths; the normal one checks it below
+	}
+	flushLines := func() {
+		if lines != nil {
+			lines.Flush()
+		}
+	}
 	w := newReportWriter(out, c.format, multi, bf, elf, c.elf)
 	if bf.summary {
 		w = nil
@@ -318,6 +333,7 @@ func runAnalyze(cmd *cobra.Command, c *commonFlags, raw *rawFlags, bf *batchFlag
 			if prog != nil {
 				prog.failed.Add(1)
 			}
+			flushLines()
 			prog.printf(stderr, "faultline: %s\n", userMessage(r.err))
 			if sum != nil {
 				sum.AddError(r.job.name, r.err)
@@ -329,6 +345,7 @@ func runAnalyze(cmd *cobra.Command, c *commonFlags, raw *rawFlags, bf *batchFlag
 		}
 		if p := r.report.Pairing; p != nil && p.Verdict == analysis.PairMismatch {
 			mismatched++
+			flushLines()
 			prog.printf(stderr, "faultline: warning: %s: %s\n", r.job.name, analysis.MismatchWarning(r.report.ELFInfo.Path, *p))
 		}
 		if sum != nil {
@@ -355,6 +372,11 @@ func runAnalyze(cmd *cobra.Command, c *commonFlags, raw *rawFlags, bf *batchFlag
 		}
 	case w != nil:
 		if err := w.end(); err != nil {
+			return err
+		}
+	}
+	if lines != nil {
+		if err := lines.Flush(); err != nil {
 			return err
 		}
 	}
