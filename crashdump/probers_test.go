@@ -90,3 +90,18 @@ func TestProbeRSForms(t *testing.T) {
 		t.Errorf("warnings %q", w)
 	}
 }
+
+// Parsing a probe-rs coredump: the m3 fixture (16 KiB of RAM as an array
+// of integers, as probe-rs writes it, plus the SCB block).
+func BenchmarkParseProbeRS(b *testing.B) {
+	data, err := os.ReadFile(filepath.Join("..", "fixtures", "import", "probe-rs", "gcc-m3-O2-null_write_deep.coredump"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := parseProbeRS(data, "bench.coredump", nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -29,7 +29,7 @@ func newConvert() *cobra.Command {
 		Short: "Convert a crash dump (any format faultline reads) to the native format or to CrashCatcher for CrashDebug",
 		Long: `convert reads a dump in any format faultline detects (faultline.dump/1,
 CrashCatcher binary or hex, Zephyr coredump binary or #CD: log, Memfault
-CORE), or memory images plus register text with --regs, and writes it as
+CORE, an ARM ELF core file, a probe-rs coredump), or memory images plus register text with --regs, and writes it as
 a faultline.dump/1 manifest (--to native; regions over 1 KiB go to
 OUT-BASE.ADDRESS.bin files next to OUT, all written atomically; with -o -
 one self-contained manifest with every region as hex goes to stdout) or as a CrashCatcher 3.0 binary (--to crashcatcher), which
