@@ -1,7 +1,6 @@
 package analysis
 
 import (
-	"bytes"
 	"strings"
 
 	"github.com/faultline-dev/faultline/crashdump/fault"
@@ -38,16 +37,27 @@ func (h *HexRegs) Len() int { return len(h.names) }
 
 // MarshalJSON writes {"r0": "0x00000000", ...}.
 func (h HexRegs) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
+	return h.AppendJSON(make([]byte, 0, 2+len(h.names)*22)), nil
+}
+
+// AppendJSON appends what MarshalJSON returns to b.
+func (h *HexRegs) AppendJSON(b []byte) []byte {
+	const digits = "0123456789abcdef"
+	b = append(b, '{')
 	for i, n := range h.names {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		b.WriteString(`"` + n + `":"` + Hex(h.values[i]) + `"`)
+		b = append(b, '"')
+		b = append(b, n...)
+		b = append(b, `":"0x`...)
+		v := h.values[i]
+		for sh := 28; sh >= 0; sh -= 4 {
+			b = append(b, digits[v>>uint(sh)&0xf])
+		}
+		b = append(b, '"')
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return append(b, '}')
 }
 
 // registersJSON lists the dump's known registers, core and special ones

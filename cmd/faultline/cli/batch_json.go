@@ -204,21 +204,19 @@ func appendMarshal(b []byte, p any) ([]byte, error) {
 
 // appendHexRegs appends a register set. Its MarshalJSON output is compact
 // already; encoding/json would only escape <, > and & in it, which
-// register names never hold (checked: anything else goes the slow way).
+// register names never hold (checked: anything unusual goes the slow way).
 func appendHexRegs(b []byte, h *analysis.HexRegs) ([]byte, error) {
 	if h == nil {
 		return append(b, "null"...), nil
 	}
-	out, err := h.MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	for _, c := range out {
-		if c == '<' || c == '>' || c == '&' || c >= utf8.RuneSelf || c < 0x20 {
-			return appendMarshal(b, &h)
+	start := len(b)
+	b = h.AppendJSON(b)
+	for _, c := range b[start:] {
+		if c == '<' || c == '>' || c == '&' || c >= utf8.RuneSelf || c < 0x20 || c == '\\' {
+			return appendMarshal(b[:start], &h)
 		}
 	}
-	return append(b, out...), nil
+	return b, nil
 }
 
 // isEmptyValue is encoding/json's omitempty test.
