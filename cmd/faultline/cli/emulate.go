@@ -186,7 +186,11 @@ func writeEmulateSummary(w io.Writer, res *emu.Result, path string) {
 		fmt.Fprintf(&b, " Stopped at the first instruction of the handler (pc 0x%08x, lr 0x%08x).", res.Registers.PC, res.Registers.LR)
 	}
 	if n := len(res.Truth); n > 0 {
-		fmt.Fprintf(&b, " True call stack: %s.", plural(n, "frame"))
+		fmt.Fprintf(&b, " True call stack: %s", plural(n, "frame"))
+		if t := len(res.Threads); t > 0 {
+			fmt.Fprintf(&b, ", and the true stacks of %s an RTOS switched out", plural(t, "thread"))
+		}
+		b.WriteString(".")
 	}
 	if h := res.Handler; h != nil {
 		fmt.Fprintf(&b, " The handler then ran %d instructions and %s.", h.Insns, h.Reason)
