@@ -87,6 +87,7 @@ accuracy:
 regress-example: build
 	$(BIN) regress firmware-samples/regress/sample.json --junit reports/regress-sample.xml
 	$(BIN) regress firmware-samples/heap/regress.json --junit reports/regress-heap.xml
+	$(BIN) regress firmware-samples/regress/rtos.json --junit reports/regress-rtos.xml
 	@status=0; $(BIN) regress firmware-samples/regress/broken.json --junit reports/regress-broken.xml >/dev/null 2>&1 || status=$$?; \
 	if [ $$status -ne 1 ]; then echo "regress broken.json: exit status $$status, want 1"; exit 1; fi; \
 	echo "regress broken.json: fails as it must (exit 1, reports/regress-broken.xml)"
