@@ -86,20 +86,19 @@ func (m *machine) syncChecks() error {
 	t := m.tr
 	mpuOn := want.ctrl&mpuEnable != 0
 	t.SetChecks(want.alignTrap, mpuOn, m.cpu.v8m, want.ctrl, &want.rbar, &want.rlim)
-	// The data hook is installed once, before the first block is
-	// translated (installMemHook), and never removed: with it in place
-	// from the start no translated block ever bypasses it, so enabling the
-	// MPU or UNALIGN_TRP later needs no translation-cache flush. A flush
-	// was measured at 0.2-0.4 s and 1 GiB of resident memory per run in
-	// Unicorn 2.0.1 (it touches the whole code buffer), against a
-	// 1.5-2x slower load/store path for the hook.
+	// The data hook costs every load and store of the blocks translated
+	// while it exists a trip through Unicorn's helper (about 1.5-2x on
+	// load/store-heavy code), so it is installed only once a check needs
+	// it, and then for good. The blocks translated before are dropped one
+	// by one (Tracker.DropSeen: the block hook records each block that
+	// ran meanwhile), not with a full flush of the translation cache,
+	// which in Unicorn 2.0.1 costs 0.2-0.4 s and touches 1 GiB per run.
 	if (want.alignTrap || mpuOn) && !t.MemHook() {
-		// Only reachable if the hook could not be installed up front.
 		if err := t.SetMemHook(true); err != nil {
 			return fmt.Errorf("emu: %w", err)
 		}
 		start := time.Now()
-		if err := m.eng.FlushTBs(); err != nil {
+		if _, err := t.DropSeen(); err != nil {
 			return fmt.Errorf("emu: %w", err)
 		}
 		m.flushTime += time.Since(start)

@@ -118,9 +118,8 @@ func (m *machine) startProbe() error {
 	r := &ProbeRun{m: m, p: m.cfg.Probe}
 	m.probe = r
 	if !m.tr.MemHook() {
-		// ARMv6-M: the harness did not need the data-access hook.
-		// Installed before the first block is translated, it reaches
-		// every block.
+		// Installed before the first block is translated, the
+		// data-access hook reaches every block.
 		if err := m.tr.SetMemHook(true); err != nil {
 			return fmt.Errorf("emu: %w", err)
 		}

@@ -250,12 +250,6 @@ func (m *machine) setup() error {
 	m.scs.onWrite = m.updateEvents
 	tr.SetEventHandler(m.onEvent)
 	m.checksOn = true
-	if !m.cpu.v6m {
-		// Before any code is translated: see syncChecks.
-		if err := tr.SetMemHook(true); err != nil {
-			return fmt.Errorf("emu: %w", err)
-		}
-	}
 	if m.cfg.Probe != nil {
 		if err := m.startProbe(); err != nil {
 			return err

@@ -126,6 +126,9 @@ type CheckFault struct {
 
 func (t *Tracker) SetMemHook(on bool) error { return ErrUnavailable }
 func (t *Tracker) MemHook() bool            { return false }
+
+// DropSeen is unavailable without cgo.
+func (t *Tracker) DropSeen() (int, error) { return 0, ErrUnavailable }
 func (t *Tracker) SetChecks(alignTrap, mpuData, v8m bool, ctrl uint32, rbar, rlim *[16]uint32) {
 }
 func (t *Tracker) SetNegativePriority(on bool)                     {}

@@ -31,11 +31,83 @@ uint32_t fl_thumb_count(const uint8_t *code, uint32_t size, int *ends_call) {
 	return n;
 }
 
+// seen_add records a block start while the data-access hook is off.
+static void seen_add(fl_tracker *t, uint32_t addr) {
+	if (t->mem_on || t->seen_lost) {
+		return;
+	}
+	uint32_t key = addr | 1;
+	if (2 * (t->nseen + 1) > t->capseen) {
+		uint32_t nc = t->capseen ? t->capseen * 2 : 1024;
+		uint32_t *ns = calloc(nc, sizeof *ns);
+		if (ns == NULL) {
+			t->seen_lost = 1;
+			return;
+		}
+		for (uint32_t i = 0; i < t->capseen; i++) {
+			uint32_t k = t->seen[i];
+			if (k == 0) {
+				continue;
+			}
+			uint32_t j = (k * 0x9E3779B1u) & (nc - 1);
+			while (ns[j] != 0) {
+				j = (j + 1) & (nc - 1);
+			}
+			ns[j] = k;
+		}
+		free(t->seen);
+		t->seen = ns;
+		t->capseen = nc;
+	}
+	uint32_t mask = t->capseen - 1;
+	for (uint32_t j = (key * 0x9E3779B1u) & mask;; j = (j + 1) & mask) {
+		if (t->seen[j] == key) {
+			return;
+		}
+		if (t->seen[j] == 0) {
+			t->seen[j] = key;
+			t->nseen++;
+			return;
+		}
+	}
+}
+
+// fl_tracker_drop_seen drops the translations of the blocks that ran while
+// the data-access hook was off (call it after installing the hook, outside
+// the emulation): each UC_CTL_TB_REMOVE_CACHE of [start, start+1)
+// invalidates the translated blocks that hold that address. A block is
+// translated to run, and the block hook is the first thing it runs, so
+// every translation that lacks the data hook is found. dropped says how
+// many block starts were asked for (all of the cache when seen_lost).
+uc_err fl_tracker_drop_seen(fl_tracker *t, uint32_t *dropped) {
+	uc_err err = UC_ERR_OK;
+	*dropped = t->nseen;
+	if (t->seen_lost) {
+		err = uc_ctl(t->uc, UC_CTL_WRITE(UC_CTL_TB_FLUSH, 0));
+	} else {
+		for (uint32_t i = 0; i < t->capseen && err == UC_ERR_OK; i++) {
+			uint64_t a = t->seen[i] & ~1u;
+			if (t->seen[i] != 0) {
+				err = uc_ctl(t->uc, UC_CTL_WRITE(UC_CTL_TB_REMOVE_CACHE, 2), a, a + 1);
+			}
+		}
+	}
+	if (err == UC_ERR_OK) {
+		free(t->seen);
+		t->seen = NULL;
+		t->nseen = t->capseen = 0;
+		t->seen_lost = 0;
+	}
+	return err;
+}
+
 static fl_block *lookup_block(fl_tracker *t, uint32_t addr, uint32_t size) {
 	fl_block *b = &t->cache[(addr >> 1) & (FL_BLOCK_CACHE - 1)];
 	if (b->addr == addr && b->size == size && b->insns != 0) {
 		return b;
 	}
+	// Not in the cache: maybe a new translation.
+	seen_add(t, addr);
 	uint8_t buf[4096];
 	uint32_t n = size > sizeof buf ? sizeof buf : size;
 	int call = 0;
@@ -61,11 +133,22 @@ static uint32_t read_sp(fl_tracker *t) {
 	return sp;
 }
 
+static void note_ret(fl_tracker *t, uint32_t ret) {
+	uint32_t b = (ret >> 1) & (FL_RET_BITS - 1);
+	t->retbits[b >> 3] |= (uint8_t)(1u << (b & 7));
+}
+
+static int maybe_ret(const fl_tracker *t, uint32_t addr) {
+	uint32_t b = (addr >> 1) & (FL_RET_BITS - 1);
+	return (t->retbits[b >> 3] >> (b & 7)) & 1;
+}
+
 static void push(fl_tracker *t, uint32_t ret, uint32_t sp, uint32_t target, uint32_t psp) {
 	if (t->depth >= t->cap) {
 		t->dropped++;
 		return;
 	}
+	note_ret(t, ret);
 	fl_frame *f = &t->stack[t->depth++];
 	f->ret = ret;
 	f->sp = sp;
@@ -177,9 +260,10 @@ static void shadow_step(fl_tracker *t, uint32_t addr) {
 			t->depth = fl_prune(t, t->stack, t->base, t->depth, t->prev_end - 1, sp, psp);
 		}
 		push(t, t->prev_end, sp, addr, psp);
-	} else if (t->depth > t->base) {
+	} else if (t->depth > t->base && maybe_ret(t, addr)) {
 		// Look for the return address among the newest entries of this
-		// level; normally it is the top one.
+		// level; normally it is the top one. (A block whose address was
+		// never a return address skips this: most blocks.)
 		uint32_t lo = t->depth - t->base > 16 ? t->depth - 16 : t->base;
 		for (uint32_t i = t->depth; i > lo; i--) {
 			if (t->stack[i - 1].ret == addr) {
@@ -215,6 +299,7 @@ static void block_hook(uc_engine *uc, uint64_t addr64, uint32_t size, void *ud) 
 		if (t->shadow) {
 			shadow_step(t, addr);
 		}
+		seen_add(t, addr); // the block may be abandoned before lookup_block
 		settled = 1;
 		int prev_call = t->prev_call;
 		uint32_t prev_end = t->prev_end;
@@ -390,6 +475,7 @@ void fl_tracker_free(fl_tracker *t) {
 		uc_hook_del(t->uc, t->mem_hook);
 	}
 	free(t->div_hooks);
+	free(t->seen);
 	fl_hw_free(t->hw);
 	fl_lazyfp_free(t);
 	free(t->fn_start);
@@ -478,6 +564,7 @@ void fl_tracker_push_exception(fl_tracker *t, uint32_t exc, uint32_t pc, uint32_
 		t->dropped++;
 		return;
 	}
+	note_ret(t, pc & ~1u);
 	fl_frame *f = &t->stack[t->depth++];
 	f->ret = pc & ~1u;
 	f->sp = sp;
@@ -533,6 +620,9 @@ void fl_tracker_set_stack(fl_tracker *t, const fl_frame *frames, uint32_t n, uin
 	}
 	if (n > 0) {
 		memcpy(t->stack, frames, n * sizeof *frames);
+		for (uint32_t i = 0; i < n; i++) {
+			note_ret(t, frames[i].ret);
+		}
 	}
 	t->depth = n;
 	t->base = base > n ? n : base;

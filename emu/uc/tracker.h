@@ -33,6 +33,8 @@ typedef struct fl_block {
 } fl_block;
 
 #define FL_BLOCK_CACHE 8192
+// Bits of the return-address filter (fl_tracker.retbits).
+#define FL_RET_BITS (1u << 16)
 
 typedef struct fl_tracker {
 	uc_engine *uc;
@@ -119,6 +121,17 @@ typedef struct fl_tracker {
 	struct fl_lazyfp *lf;
 
 	fl_block cache[FL_BLOCK_CACHE];
+	// A bit for every return address ever written into the stack (hashed
+	// on addr >> 1, never cleared): a block whose bit is clear is no
+	// return, and the block hook skips the search for it.
+	uint8_t retbits[FL_RET_BITS / 8];
+	// The start of every block that ran while the data-access hook was
+	// off (a set, keys addr | 1, 0 empty): installing the hook later drops
+	// just those translations (fl_tracker_drop_seen) instead of the whole
+	// translation cache. seen_lost: out of memory, a full flush is needed.
+	uint32_t *seen;
+	uint32_t nseen, capseen;
+	int seen_lost;
 } fl_tracker;
 
 enum {
@@ -143,6 +156,7 @@ int fl_tracker_pop_exception(fl_tracker *t);
 void fl_tracker_settle_fetch(fl_tracker *t, uint32_t pc);
 void fl_tracker_set_stack(fl_tracker *t, const fl_frame *frames, uint32_t n, uint32_t base);
 uc_err fl_tracker_mem_hook(fl_tracker *t, int on);
+uc_err fl_tracker_drop_seen(fl_tracker *t, uint32_t *dropped);
 uc_err fl_tracker_watch_xn(fl_tracker *t, uint32_t begin, uint32_t end);
 uc_err fl_tracker_watch_aligned(fl_tracker *t, uint32_t addr);
 uc_err fl_tracker_clear_watches(fl_tracker *t, uint32_t keep);
