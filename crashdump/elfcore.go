@@ -172,8 +172,14 @@ func parseELFCore(data []byte, name string, _ func(string) ([]byte, error)) (*Du
 				d.BuildID = id
 			}
 		case n.name == "FAULTLINE" && n.typ == ntFaultline:
-			m, err := parseNativePrecise(n.desc, name+" (FAULTLINE note)", nil)
+			m, err := parseNativePrecise(n.desc, name, nil)
 			if err != nil {
+				// The note's own offsets are not the file's: name the
+				// note, and the field in it.
+				if fe, ok := err.(*FormatError); ok {
+					fe.Field = strings.TrimSuffix("FAULTLINE note "+fe.Field, " ")
+					fe.Offset = -1
+				}
 				return nil, err
 			}
 			own = m

@@ -109,10 +109,67 @@ func FuzzELFCore(f *testing.F) {
 		if d.WriteELFCore(&b) == nil {
 			f.Add(b.Bytes())
 		}
+		d.Threads = threeThreads(d)
+		b.Reset()
+		if d.WriteELFCore(&b) == nil {
+			f.Add(b.Bytes())
+		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if matchELFCore(data) {
 			fuzzDump(t, data, parseELFCore)
 		}
 	})
+}
+
+// threeThreads gives d two more threads whose registers are d's with
+// other PCs and SPs.
+func threeThreads(d *Dump) []Thread {
+	ts := []Thread{{ID: 1, Name: "main", Regs: d.Regs}}
+	for i, name := range []string{"rx task", "idle"} {
+		r := d.Regs
+		r.Set(unwinders.PC, 0x100+uint32(i)*0x10)
+		r.Set(unwinders.SP, 0x20001000+uint32(i)*0x100)
+		ts = append(ts, Thread{ID: uint32(i + 2), Name: name, Regs: r})
+	}
+	return ts
+}
+
+// WriteELFCore writes Dump.Threads as one NT_PRSTATUS each, the names in
+// faultline's thread-name note; the core reads back with the same
+// threads, names and core registers, the first being the crash's.
+func TestELFCoreThreadsRoundTrip(t *testing.T) {
+	d, err := Load("../fixtures/qemu/gcc-m4f-O2-fpu_crash.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Threads = threeThreads(d)
+	var b bytes.Buffer
+	if err := d.WriteELFCore(&b); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Parse(b.Bytes(), "threads.core", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Threads) != 3 {
+		t.Fatalf("%d threads, want 3", len(back.Threads))
+	}
+	for i, th := range back.Threads {
+		want := d.Threads[i]
+		if th.ID != uint32(i+1) || th.Name != want.Name {
+			t.Errorf("thread %d: id %d name %q, want %d %q", i, th.ID, th.Name, i+1, want.Name)
+		}
+		for r := unwinders.R0; r <= unwinders.XPSR; r++ {
+			if i == 0 && r == unwinders.SP {
+				continue // NT_PRSTATUS holds GDB's SP; the FAULTLINE note restores the dump's
+			}
+			if g, w := th.Regs.Value(r), want.Regs.Value(r); g != w {
+				t.Errorf("thread %d %v = %#x, want %#x", i, r, g, w)
+			}
+		}
+	}
+	if back.Threads[0].Regs != back.Regs || back.Regs.Value(unwinders.SP) != d.Regs.Value(unwinders.SP) {
+		t.Error("the first thread's registers are not the crash's")
+	}
 }
