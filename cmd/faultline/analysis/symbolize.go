@@ -21,8 +21,17 @@ func Symbolize(elf *elfsym.File, frames []unwinders.Frame) []FrameJSON {
 // while decoding DWARF (an undecodable line table or unit loses file:line
 // or inline frames: the report must say so, not drop them silently).
 func symbolizeFrames(elf *elfsym.File, frames []unwinders.Frame) ([]FrameJSON, []string) {
+	return symbolizeFramesInto(make([]FrameJSON, 0, len(frames)), elf, frames)
+}
+
+// symbolizeFramesInto is symbolizeFrames appending to out, which must be
+// empty (its capacity is used).
+func symbolizeFramesInto(out []FrameJSON, elf *elfsym.File, frames []unwinders.Frame) ([]FrameJSON, []string) {
 	var errs []string
-	out := make([]FrameJSON, 0, len(frames))
+	out = out[:0]
+	if cap(out) == 0 {
+		out = make([]FrameJSON, 0, len(frames))
+	}
 	for _, f := range frames {
 		base := FrameJSON{
 			Kind:       f.Kind.String(),

@@ -200,10 +200,14 @@ func threadReports(elf *elfsym.File, t *unwinders.Target, k *rtos.Kernel, chain 
 		maxFrames = maxThreadFrames
 	}
 	r.Threads = make([]ThreadJSON, 0, len(k.Threads))
-	// One allocation holds the frames of every walk (a few each): each
-	// walk gets the unused rest, and one that outgrows it allocates its own.
-	slab := make([]unwinders.Frame, 6*len(k.Threads))
+	// One allocation holds the frames of every walk (a few each), one the
+	// report frames: each thread gets the unused rest, one that outgrows
+	// it allocates its own, and each result is capped at its length (an
+	// append to it cannot reach the next thread's).
+	slab := make([]unwinders.Frame, 5*len(k.Threads))
 	used := 0
+	jslab := make([]FrameJSON, 5*len(k.Threads))
+	jused := 0
 	for _, th := range k.Threads {
 		j := ThreadJSON{
 			Name: th.Name, State: string(th.State), Current: th.Current, Priority: th.Priority,
@@ -242,6 +246,7 @@ func threadReports(elf *elfsym.File, t *unwinders.Target, k *rtos.Kernel, chain 
 			res := unwinders.Walk(&tt, th.Regs, chain, unwinders.Options{MaxFrames: maxFrames, Frames: slab[used:used:len(slab)]})
 			if n := len(res.Frames); n > 0 && used < len(slab) && &res.Frames[0] == &slab[used] {
 				used += n
+				res.Frames = res.Frames[:n:n]
 			}
 			j.Stop = demangleText(elf, res.Stop.String())
 			if cutWalk(elf, k.Kind, &res) {
@@ -249,7 +254,11 @@ func threadReports(elf *elfsym.File, t *unwinders.Target, k *rtos.Kernel, chain 
 			}
 			j.Walk = res
 			var symErrs []string
-			j.Frames, symErrs = symbolizeFrames(elf, res.Frames)
+			j.Frames, symErrs = symbolizeFramesInto(jslab[jused:jused:len(jslab)], elf, res.Frames)
+			if n := len(j.Frames); n > 0 && jused < len(jslab) && &j.Frames[0] == &jslab[jused] {
+				jused += n
+				j.Frames = j.Frames[:n:n]
+			}
 			for i := range j.Frames {
 				j.Frames[i].Note = demangleText(elf, j.Frames[i].Note)
 			}
