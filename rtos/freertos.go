@@ -1,6 +1,7 @@
 package rtos
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
@@ -188,15 +189,15 @@ func (r *frReader) walkList(name string, list uint32) ([]uint32, error) {
 		return nil, fmt.Errorf("list %s at 0x%08x: its end marker cannot be read: %v", name, list, err)
 	}
 	var owners []uint32
-	seen := map[uint32]bool{}
+	var seen addrSet
 	for item != end {
 		if uint32(len(owners)) >= n {
 			return owners, fmt.Errorf("list %s at 0x%08x: more items linked than its count %d: corrupted", name, list, n)
 		}
-		if seen[item] {
+		if seen.has(item) {
 			return owners, fmt.Errorf("list %s at 0x%08x: item 0x%08x appears twice (a cycle): corrupted", name, list, item)
 		}
-		seen[item] = true
+		seen.add(item)
 		owner, err := r.u32(item + r.l.itemOwner)
 		if err != nil {
 			return owners, fmt.Errorf("list %s at 0x%08x: item 0x%08x cannot be read: %v", name, list, item, err)
@@ -281,10 +282,10 @@ func discoverFreeRTOS(in Input) (*Kernel, error) {
 	}
 
 	tcbs := []uint32{}
-	seen := map[uint32]bool{}
+	var seen addrSet
 	add := func(t uint32) {
-		if t != 0 && !seen[t] && len(tcbs) < maxTasks {
-			seen[t] = true
+		if t != 0 && !seen.has(t) && len(tcbs) < maxTasks {
+			seen.add(t)
 			tcbs = append(tcbs, t)
 		}
 	}
@@ -551,6 +552,9 @@ func (r *frReader) stackOf(t *Thread, tcb uint32) {
 			return
 		}
 		i := 0
+		for i+8 <= len(chunk) && binary.LittleEndian.Uint64(chunk[i:]) == 0xa5a5a5a5a5a5a5a5 {
+			i += 8 // eight fill bytes at a time
+		}
 		for i < len(chunk) && chunk[i] == 0xa5 {
 			i++
 		}

@@ -44,3 +44,22 @@ func TestLayoutSampleStruct(t *testing.T) {
 		t.Errorf("nil DWARF: %v", err)
 	}
 }
+
+// addrSet answers like a map, across its switch from array to map.
+func TestAddrSet(t *testing.T) {
+	var s addrSet
+	m := map[uint32]bool{}
+	for i := range uint32(100) {
+		a := i * 0x9e3779b1 % 97 // repeats included
+		if s.has(a) != m[a] {
+			t.Fatalf("step %d: has(%d) = %v", i, a, s.has(a))
+		}
+		s.add(a)
+		m[a] = true
+		for b := range uint32(100) {
+			if s.has(b) != m[b] {
+				t.Fatalf("step %d: has(%d) = %v, want %v", i, b, s.has(b), m[b])
+			}
+		}
+	}
+}

@@ -160,18 +160,18 @@ func discoverZephyr(in Input) (*Kernel, error) {
 		k.Warnings = append(k.Warnings, fmt.Sprintf("the thread list head _kernel.threads at 0x%08x: %v", kaddr+l.threads.off, userErr(err)))
 		return k, nil
 	}
-	seen := map[uint32]bool{}
+	var seen addrSet
 	onList := false
 	for p, n := head, 0; p != 0; n++ {
 		if n >= maxZephyrThreads {
 			k.Warnings = append(k.Warnings, fmt.Sprintf("the thread list from _kernel.threads has more than %d threads: stopped there (corrupt list?)", maxZephyrThreads))
 			break
 		}
-		if seen[p] {
+		if seen.has(p) {
 			k.Warnings = append(k.Warnings, fmt.Sprintf("the thread list from _kernel.threads loops back to 0x%08x after %d threads: stopped there (corrupt list)", p, n))
 			break
 		}
-		seen[p] = true
+		seen.add(p)
 		if !l.next.ok {
 			break
 		}
@@ -362,6 +362,9 @@ func (z *zreader) stack(t *Thread) {
 			return // the stack is not (all) in the dump: unknown
 		}
 		i := uint32(0)
+		for i+8 <= n && binary.LittleEndian.Uint64(chunk[i:]) == 0x0101010101010101*zephyrStackFill {
+			i += 8 // eight fill bytes at a time
+		}
 		for i < n && chunk[i] == zephyrStackFill {
 			i++
 		}
