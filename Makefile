@@ -68,6 +68,7 @@ firmware-check: toolchain
 	$(MAKE) -C firmware-samples/rtos-freertos check
 	$(MAKE) -C elfsym/testdata/cxx check
 	$(MAKE) -C firmware-samples/buildid check
+	$(MAKE) -C firmware-samples/noreturn check
 
 # Regenerate the QEMU + GDB oracle fixtures.
 oracle: toolchain

@@ -447,7 +447,10 @@ func callChain(elf *elfsym.File, code unwinders.Memory, frames []unwinders.Frame
 		if !ok || cs.Kind != unwinders.CallBL {
 			continue
 		}
-		callee, ok1 := elf.FuncAt(inner.PC &^ 1)
+		// A return address is looked up at the call (LookupPC): after
+		// a noreturn call that ends its function it is the first byte
+		// of the next function.
+		callee, ok1 := elf.FuncAt(inner.LookupPC())
 		tfn, ok2 := elf.FuncAt(cs.Target)
 		if !ok1 || !ok2 || tfn.Start != cs.Target&^1 {
 			continue
