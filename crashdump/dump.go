@@ -208,6 +208,11 @@ type LoadOptions struct {
 	// they cost only the pages the analysis touches and do not count.
 	// 0 means MaxTotalSize.
 	MaxMemory int64
+	// Data, when not nil, is the content of the dump file as the caller
+	// has just read it (a batch reads every manifest to list the dumps):
+	// LoadWith decodes it instead of reading the file again, with the
+	// same limits. Region files are read relative to the path as always.
+	Data []byte
 }
 
 const (
@@ -236,15 +241,29 @@ func LoadWith(path string, opt LoadOptions) (*Dump, error) {
 	if limit <= 0 {
 		limit = MaxTotalSize
 	}
-	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() && st.Size()*DecodeFactor > limit {
-		return nil, &FormatError{File: path, Offset: -1, Err: ErrTooLarge,
-			Msg: fmt.Sprintf("%d bytes: decoding it needs about %d bytes of memory, more than the per-dump limit of %s", st.Size(), st.Size()*DecodeFactor, FormatBytes(limit))}
+	tooLarge := func(size int64) error {
+		return &FormatError{File: path, Offset: -1, Err: ErrTooLarge,
+			Msg: fmt.Sprintf("%d bytes: decoding it needs about %d bytes of memory, more than the per-dump limit of %s", size, size*DecodeFactor, FormatBytes(limit))}
 	}
-	data, err := readLimited(path, MaxManifestSize,
-		func() (fs.FileInfo, error) { return os.Stat(path) },
-		func() (*os.File, error) { return os.OpenFile(path, openRead, 0) })
-	if err != nil {
-		return nil, &FormatError{File: path, Offset: -1, Msg: "cannot read: " + fsReason(err), Err: err}
+	data := opt.Data
+	if data != nil && int64(len(data)) > MaxManifestSize {
+		data = nil // what reading it says
+	}
+	if data != nil {
+		if int64(len(data))*DecodeFactor > limit {
+			return nil, tooLarge(int64(len(data)))
+		}
+	} else {
+		if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() && st.Size()*DecodeFactor > limit {
+			return nil, tooLarge(st.Size())
+		}
+		var err error
+		data, err = readLimited(path, MaxManifestSize,
+			func() (fs.FileInfo, error) { return os.Stat(path) },
+			func() (*os.File, error) { return os.OpenFile(path, openRead, 0) })
+		if err != nil {
+			return nil, &FormatError{File: path, Offset: -1, Msg: "cannot read: " + fsReason(err), Err: err}
+		}
 	}
 	var (
 		root    *os.Root

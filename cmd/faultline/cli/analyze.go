@@ -226,7 +226,8 @@ func runAnalyze(cmd *cobra.Command, c *commonFlags, raw *rawFlags, bf *batchFlag
 		multi = in.batch || len(args) > 1
 		for _, p := range in.paths {
 			jobs = append(jobs, batchJob{name: p, load: func() (*crashdump.Dump, error) {
-				d, err := crashdump.LoadWith(p, crashdump.LoadOptions{MaxMemory: plan.perDump})
+				// The search read the file already: the load decodes those bytes.
+				d, err := crashdump.LoadWith(p, crashdump.LoadOptions{MaxMemory: plan.perDump, Data: in.take(p)})
 				if err == nil && opt.CPU != "" {
 					d.CPU = opt.CPU
 				}

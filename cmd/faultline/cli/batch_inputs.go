@@ -53,6 +53,28 @@ type inputSet struct {
 	seen     map[string]bool
 	problems []inputError // arguments that matched nothing or could not be read
 	batch    bool         // a directory or a pattern was given
+
+	// The content of the dump files the search read (every manifest, to
+	// find the files it references), handed to the load so that it does
+	// not read them again: at most inputCacheMax bytes in all, each
+	// dropped when taken.
+	mu       sync.Mutex
+	contents map[string][]byte
+	cached   int64
+}
+
+// inputCacheMax bounds the dump file contents an inputSet keeps between
+// the search and the loads.
+const inputCacheMax = 32 << 20
+
+// take returns (and forgets) the content of p the search read, or nil.
+// Safe for concurrent use.
+func (s *inputSet) take(p string) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	data := s.contents[p]
+	delete(s.contents, p)
+	return data
 }
 
 // expandInputs expands analyze's arguments.
@@ -108,11 +130,13 @@ func (s *inputSet) addCandidates(files []string, arg string) {
 	type refs struct {
 		paths []string
 		ok    bool
+		data  []byte
 	}
 	read := make([]refs, len(jsons))
 	parallel(len(jsons), func(i int) {
-		read[i].paths, read[i].ok = readManifestRefs(jsons[i])
+		read[i].paths, read[i].data, read[i].ok = readManifestRefs(jsons[i])
 	})
+	content := map[string][]byte{}
 	for i, f := range jsons {
 		if !read[i].ok {
 			continue // another tool's JSON
@@ -121,16 +145,23 @@ func (s *inputSet) addCandidates(files []string, arg string) {
 			referenced[r] = true
 		}
 		manifests = append(manifests, f)
+		if read[i].data != nil {
+			content[f] = read[i].data
+		}
 	}
 	var keep []string
 	keep = append(keep, manifests...)
 	isDump := make([]bool, len(others))
+	otherData := make([][]byte, len(others))
 	parallel(len(others), func(i int) {
-		isDump[i] = !referenced[filepath.Clean(others[i])] && detectDump(others[i])
+		if !referenced[filepath.Clean(others[i])] {
+			isDump[i], otherData[i] = detectDump(others[i])
+		}
 	})
 	for i, f := range others {
 		if isDump[i] {
 			keep = append(keep, f)
+			content[f] = otherData[i]
 		}
 	}
 	slices.Sort(keep)
@@ -141,6 +172,13 @@ func (s *inputSet) addCandidates(files []string, arg string) {
 		if key := filepath.Clean(f); !s.seen[key] {
 			s.seen[key] = true
 			s.paths = append(s.paths, f)
+			if data := content[f]; data != nil && s.cached+int64(len(data)) <= inputCacheMax {
+				if s.contents == nil {
+					s.contents = map[string][]byte{}
+				}
+				s.contents[f] = data
+				s.cached += int64(len(data))
+			}
 		}
 	}
 }
@@ -176,34 +214,37 @@ func parallel(n int, fn func(i int)) {
 // readManifestRefs returns the cleaned paths of the region files a JSON
 // manifest references, and false when the file is JSON of another schema.
 // A file that does not parse is kept (ok): loading it says what is wrong.
-func readManifestRefs(p string) ([]string, bool) {
+// data is the file's content when it could be read.
+func readManifestRefs(p string) (refs []string, data []byte, ok bool) {
 	data, err := readSmall(p, crashdump.MaxManifestSize)
 	if err != nil {
-		return nil, true
+		return nil, nil, true
 	}
 	schema, files, err := crashdump.ManifestRefs(data)
 	if err != nil {
-		return nil, true
+		return nil, data, true
 	}
 	if schema != nil && *schema != crashdump.FormatNative {
-		return nil, false
+		return nil, nil, false
 	}
-	var refs []string
 	for _, f := range files {
 		refs = append(refs, filepath.Join(filepath.Dir(p), filepath.FromSlash(f)))
 	}
-	return refs, true
+	return refs, data, true
 }
 
 // detectDump reports whether a file that is not a manifest holds a dump
-// format crashdump recognises.
-func detectDump(p string) bool {
+// format crashdump recognises, and its content when it does.
+func detectDump(p string) (bool, []byte) {
 	data, err := readSmall(p, crashdump.MaxManifestSize)
 	if err != nil || len(data) == 0 {
-		return false
+		return false, nil
 	}
 	f, ok := crashdump.Detect(data)
-	return ok && f.Name != crashdump.FormatNative
+	if !ok || f.Name == crashdump.FormatNative {
+		return false, nil
+	}
+	return true, data
 }
 
 // walkDir lists the regular files under dir, skipping dot names.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -251,6 +252,29 @@ func TestRTOSBatchWorkers(t *testing.T) {
 		}
 		if len(r.Threads) != 13 {
 			t.Fatalf("%s: %d threads", r.Dump, len(r.Threads))
+		}
+	}
+}
+
+// The search keeps what it read of each dump file for its load, within
+// inputCacheMax, and forgets each as it is taken.
+func TestInputContents(t *testing.T) {
+	dir := t.TempDir()
+	rtosBatchDir(t, dir, 5)
+	in := expandInputs([]string{dir})
+	if len(in.paths) != 5 || len(in.contents) != 5 || in.cached <= 0 || in.cached > inputCacheMax {
+		t.Fatalf("%d paths, %d contents, %d bytes", len(in.paths), len(in.contents), in.cached)
+	}
+	for _, p := range in.paths {
+		want, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := in.take(p); !bytes.Equal(got, want) {
+			t.Errorf("%s: kept %d bytes, the file has %d", p, len(got), len(want))
+		}
+		if in.take(p) != nil {
+			t.Errorf("%s: taken twice", p)
 		}
 	}
 }
