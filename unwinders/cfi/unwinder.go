@@ -275,8 +275,11 @@ func Unwind(m unwinders.Memory, row *frame.Row, ra uint64, f *unwinders.Frame) (
 		}
 	}
 	for col := range frame.NumColumns {
-		dw := frame.ColumnReg(col)
 		rule := row.Regs[col]
+		if rule.Kind == frame.Unspecified {
+			continue // every case below leaves such a column as it is
+		}
+		dw := frame.ColumnReg(col)
 		if uint64(dw) == ra || dw == 13 || dw == 15 || dw == 14 {
 			if rule.Kind == frame.Expression || rule.Kind == frame.ValExpression {
 				if _, _, err := value(dw, rule, false); err != nil {
