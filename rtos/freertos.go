@@ -362,7 +362,7 @@ func (r *frReader) stateLists() stateLists {
 // task reads one TCB.
 func (r *frReader) task(tcb uint32, current bool, sl stateLists) Thread {
 	l := r.l
-	t := Thread{ID: tcb, State: Unknown, Current: current, Priority: -1, BasePriority: -1, Stack: Stack{HighWaterBytes: -1}}
+	t := Thread{ID: tcb, State: Unknown, Current: current, Priority: PriorityUnknown, BasePriority: PriorityUnknown, Stack: Stack{HighWaterBytes: -1}}
 	name := make([]byte, l.nameLen)
 	if err := r.in.Mem.Read(tcb+uint32(l.name), name); err != nil {
 		t.Name = fmt.Sprintf("TCB 0x%08x", tcb)

@@ -16,6 +16,8 @@
 package rtos
 
 import (
+	"math"
+
 	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/unwinders"
 )
@@ -42,14 +44,19 @@ type Stack struct {
 	Overflow       bool
 }
 
+// PriorityUnknown is Thread.Priority and BasePriority when the kernel's
+// data does not say. It is not -1: Zephyr's cooperative threads have
+// negative priorities (-1 is the lowest of them).
+const PriorityUnknown = math.MinInt32
+
 // Thread is one task or thread of the kernel.
 type Thread struct {
 	ID           uint32 // TCB / struct k_thread address
 	Name         string
 	State        State
 	Current      bool                // the running thread: its registers are the crash's own
-	Priority     int                 // current priority, -1 unknown
-	BasePriority int                 // base priority when a mutex raised it, else == Priority; -1 unknown
+	Priority     int                 // current priority, PriorityUnknown when unknown (Zephyr's cooperative priorities are negative)
+	BasePriority int                 // base priority when a mutex raised it, else == Priority; PriorityUnknown when unknown
 	WaitingOn    string              // "queue rxq (0x20001234)", "delay", ...; "" unknown/none
 	Stack        Stack               // the thread's stack bounds, saved SP and usage
 	Regs         unwinders.Registers // the registers its saved context holds

@@ -240,7 +240,7 @@ func (z *zreader) field(base uint32, f zfield) (uint32, bool) {
 // thread reads one struct k_thread at p.
 func (z *zreader) thread(p uint32, current bool, crash unwinders.Registers) Thread {
 	l := z.l
-	t := Thread{ID: p, Current: current, State: Unknown, Priority: -1, BasePriority: -1}
+	t := Thread{ID: p, Current: current, State: Unknown, Priority: PriorityUnknown, BasePriority: PriorityUnknown}
 	t.Stack.HighWaterBytes = -1
 	if _, err := z.word(p, 4); err != nil || p&3 != 0 {
 		if err == nil {

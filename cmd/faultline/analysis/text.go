@@ -246,13 +246,13 @@ func writeThreads(b *strings.Builder, r *Report) {
 }
 
 func prioText(t ThreadJSON) string {
-	if t.Priority < 0 {
+	if t.Priority == nil {
 		return "?"
 	}
 	if t.BasePriority != nil {
-		return fmt.Sprintf("%d (base %d)", t.Priority, *t.BasePriority)
+		return fmt.Sprintf("%d (base %d)", *t.Priority, *t.BasePriority)
 	}
-	return fmt.Sprint(t.Priority)
+	return fmt.Sprint(*t.Priority)
 }
 
 // stackUse renders "used/size bytes (pct%)" from the high-water mark.

@@ -21,7 +21,7 @@ type ThreadJSON struct {
 	Name         string      `json:"name"`
 	State        string      `json:"state"`
 	Current      bool        `json:"current"`
-	Priority     int         `json:"priority"`
+	Priority     *int        `json:"priority,omitempty"`      // absent when the kernel's data does not say
 	BasePriority *int        `json:"base_priority,omitempty"` // only when a mutex raised the priority
 	ID           string      `json:"id"`
 	WaitingOn    string      `json:"waiting_on,omitempty"`
@@ -184,7 +184,7 @@ func dumpThreads(d *crashdump.Dump, r *Report) *rtos.Kernel {
 			st = rtos.Running
 		}
 		k.Threads = append(k.Threads, rtos.Thread{
-			ID: th.ID, Name: name, State: st, Current: i == 0, Priority: -1, BasePriority: -1,
+			ID: th.ID, Name: name, State: st, Current: i == 0, Priority: rtos.PriorityUnknown, BasePriority: rtos.PriorityUnknown,
 			Regs:  th.Regs,
 			Stack: rtos.Stack{SP: th.Regs.Value(unwinders.SP), HighWaterBytes: -1},
 		})
@@ -210,13 +210,17 @@ func threadReports(elf *elfsym.File, t *unwinders.Target, k *rtos.Kernel, chain 
 	jused := 0
 	for _, th := range k.Threads {
 		j := ThreadJSON{
-			Name: th.Name, State: string(th.State), Current: th.Current, Priority: th.Priority,
+			Name: th.Name, State: string(th.State), Current: th.Current,
 			ID: Hex(th.ID), WaitingOn: th.WaitingOn, Diagnosis: th.Diagnosis, Raw: th,
 			Stack: StackJSON{HighWaterBytes: th.Stack.HighWaterBytes, Overflow: th.Stack.Overflow},
 		}
-		if th.BasePriority >= 0 && th.BasePriority != th.Priority {
-			bp := th.BasePriority
-			j.BasePriority = &bp
+		if th.Priority != rtos.PriorityUnknown {
+			p := th.Priority
+			j.Priority = &p
+			if th.BasePriority != rtos.PriorityUnknown && th.BasePriority != th.Priority {
+				bp := th.BasePriority
+				j.BasePriority = &bp
+			}
 		}
 		if th.Stack.Start != 0 {
 			j.Stack.Start = Hex(th.Stack.Start)

@@ -78,8 +78,8 @@ func scoreRTOSFixture(t *testing.T, build string) taskScore {
 			t.Errorf("%s: task %s not found", build, w.Name)
 			continue
 		}
-		if th.State != w.State || th.Priority != w.Priority || th.Current != w.Current {
-			t.Errorf("%s: task %s: %s prio %d current %v, GDB/kernel say %s prio %d current %v", build, w.Name, th.State, th.Priority, th.Current, w.State, w.Priority, w.Current)
+		if th.State != w.State || th.Priority == nil || *th.Priority != w.Priority || th.Current != w.Current {
+			t.Errorf("%s: task %s: %s prio %s current %v, GDB/kernel say %s prio %d current %v", build, w.Name, th.State, prioText(th), th.Current, w.State, w.Priority, w.Current)
 			continue
 		}
 		s.found++

@@ -54,7 +54,7 @@ const (
 // and tag of every field, in order.
 const (
 	frameShape  = `Index int json:"index";PC string json:"pc,omitempty";Function string json:"function,omitempty";Symbol string json:"symbol,omitempty";Offset *int64 json:"offset,omitempty";File string json:"file,omitempty";Line int json:"line,omitempty";Kind string json:"kind";Method string json:"method";SP string json:"sp,omitempty";Confidence string json:"confidence";ExcReturn string json:"exc_return,omitempty";Stack string json:"stack,omitempty";Note string json:"note,omitempty";Gap bool json:"gap,omitempty"`
-	threadShape = `Name string json:"name";State string json:"state";Current bool json:"current";Priority int json:"priority";BasePriority *int json:"base_priority,omitempty";ID string json:"id";WaitingOn string json:"waiting_on,omitempty";Stack analysis.StackJSON json:"stack";Diagnosis []string json:"diagnosis,omitempty";Frames []analysis.FrameJSON json:"frames";Stop string json:"stop";Error string json:"error,omitempty";Walk unwinders.Result json:"-";Raw rtos.Thread json:"-"`
+	threadShape = `Name string json:"name";State string json:"state";Current bool json:"current";Priority *int json:"priority,omitempty";BasePriority *int json:"base_priority,omitempty";ID string json:"id";WaitingOn string json:"waiting_on,omitempty";Stack analysis.StackJSON json:"stack";Diagnosis []string json:"diagnosis,omitempty";Frames []analysis.FrameJSON json:"frames";Stop string json:"stop";Error string json:"error,omitempty";Walk unwinders.Result json:"-";Raw rtos.Thread json:"-"`
 	stackShape  = `Start string json:"start,omitempty";End string json:"end,omitempty";SP string json:"sp,omitempty";HighWaterBytes int json:"high_water_bytes";Overflow bool json:"overflow"`
 )
 
@@ -302,8 +302,10 @@ func appendThread(b []byte, t *analysis.ThreadJSON) []byte {
 	b = appendJSONString(b, t.State)
 	b = append(b, `,"current":`...)
 	b = strconv.AppendBool(b, t.Current)
-	b = append(b, `,"priority":`...)
-	b = strconv.AppendInt(b, int64(t.Priority), 10)
+	if t.Priority != nil {
+		b = append(b, `,"priority":`...)
+		b = strconv.AppendInt(b, int64(*t.Priority), 10)
+	}
 	if t.BasePriority != nil {
 		b = append(b, `,"base_priority":`...)
 		b = strconv.AppendInt(b, int64(*t.BasePriority), 10)

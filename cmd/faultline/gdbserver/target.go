@@ -272,7 +272,7 @@ func threadExtra(th rtos.Thread) string {
 	if th.WaitingOn != "" {
 		fmt.Fprintf(&b, " (%s)", th.WaitingOn)
 	}
-	if th.Priority != -1 {
+	if th.Priority != rtos.PriorityUnknown {
 		fmt.Fprintf(&b, ", prio %d", th.Priority)
 	}
 	if th.Err != nil {
