@@ -1,6 +1,7 @@
 package crashdump
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"sort"
@@ -155,6 +156,57 @@ func (s *regionSet) overlaps() error {
 			return s.r.errAt(s.offs[b], "memory region 0x%08x-0x%08x overlaps the region 0x%08x-0x%08x at offset %d: want disjoint regions",
 				rs[b].Addr, rs[b].End(), rs[a].Addr, rs[a].End(), s.r.at(s.offs[a]))
 		}
+	}
+	return nil
+}
+
+// mergeAgreeing joins regions that overlap where their bytes agree in the
+// overlap, as GDB's gcore writes them (a thread's stack segment over the
+// .bss it lies in, the same bytes read twice from the target). Overlapping
+// regions that disagree are an error, as in overlaps. The merged region
+// keeps the name and header offset of the lower one; its bytes are at most
+// the two regions' sum, which checkSize already counted.
+func (s *regionSet) mergeAgreeing() error {
+	if len(s.regions) < 2 {
+		return nil
+	}
+	idx := make([]int, len(s.regions))
+	for i := range idx {
+		idx[i] = i
+	}
+	rs := s.regions
+	sort.SliceStable(idx, func(a, b int) bool { return rs[idx[a]].Addr < rs[idx[b]].Addr })
+	var out []unwinders.Region
+	var offs []int
+	for _, i := range idx {
+		r := rs[i]
+		if n := len(out); n > 0 && uint64(r.Addr) < out[n-1].End() {
+			cur := &out[n-1]
+			lo, hi := uint64(r.Addr), min(cur.End(), r.End())
+			a := cur.Data[lo-uint64(cur.Addr) : hi-uint64(cur.Addr)]
+			b := r.Data[:hi-lo]
+			if !bytes.Equal(a, b) {
+				k := 0
+				for k < len(a) && a[k] == b[k] {
+					k++
+				}
+				return s.r.errAt(s.offs[i], "memory region 0x%08x-0x%08x overlaps the region 0x%08x-0x%08x at offset %d and holds other bytes there (first at 0x%08x): want the same bytes where regions overlap",
+					r.Addr, r.End(), cur.Addr, cur.End(), s.r.at(offs[n-1]), lo+uint64(k))
+			}
+			if r.End() > cur.End() {
+				joined := make([]byte, r.End()-uint64(cur.Addr))
+				copy(joined, cur.Data)
+				copy(joined[uint64(r.Addr)-uint64(cur.Addr):], r.Data)
+				cur.Data = joined
+			}
+			continue
+		}
+		out = append(out, r)
+		offs = append(offs, s.offs[i])
+	}
+	if len(out) < len(rs) {
+		// Only a merge reorders: otherwise the regions keep file order.
+		s.regions, s.offs = out, offs
 	}
 	return nil
 }

@@ -131,7 +131,10 @@ func parseELFCore(data []byte, name string, _ func(string) ([]byte, error)) (*Du
 			notes = append(notes, ns...)
 		}
 	}
-	if err := set.overlaps(); err != nil {
+	// GDB's gcore writes each thread's stack as a segment of its own, over
+	// the sections it lies in: equal bytes where they overlap are one
+	// memory.
+	if err := set.mergeAgreeing(); err != nil {
 		return nil, err
 	}
 	d.Memory = set.regions

@@ -173,3 +173,44 @@ func TestELFCoreThreadsRoundTrip(t *testing.T) {
 		t.Error("the first thread's registers are not the crash's")
 	}
 }
+
+// GDB's gcore of a FreeRTOS dump writes the running thread's stack as a
+// segment of its own over the .bss segment (0x200019d8-0x20003fb8 over
+// 0x20000000-0x20002908): where they overlap the bytes are the same, and
+// the two are one memory. A core whose overlapping segments hold other
+// bytes there is refused, naming both and the first differing address.
+func TestELFCoreOverlappingSegments(t *testing.T) {
+	const path = "../fixtures/elfcore/freertos-gcc-m3-O2.gcore.elf"
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Parse(data, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ram *unwinders.Region
+	for i := range d.Memory {
+		if d.Memory[i].Addr == 0x20000000 {
+			ram = &d.Memory[i]
+		}
+	}
+	if ram == nil || ram.End() != 0x20003fb8 || len(d.Threads) != 13 {
+		t.Fatalf("memory %v, %d threads; want RAM 0x20000000-0x20003fb8 as one region and 13 threads", d.Memory, len(d.Threads))
+	}
+	src, err := os.ReadFile("../fixtures/rtos/freertos/gcc-m3-O2.ram.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(ram.Data, src[:len(ram.Data)]) {
+		t.Error("the merged RAM differs from the source dump's")
+	}
+	// The stack segment starts at file offset 0x3c74 (readelf -l); its
+	// byte for 0x20002000 lies in the overlap.
+	bad := append([]byte(nil), data...)
+	bad[0x3c74+0x20002000-0x200019d8] ^= 0xff
+	_, err = Parse(bad, path, nil)
+	if err == nil || !strings.Contains(err.Error(), "holds other bytes there (first at 0x20002000)") {
+		t.Errorf("err %v, want the overlap with other bytes named", err)
+	}
+}
