@@ -305,6 +305,14 @@ func newTarget(elf *elfsym.File, facts elfFacts, d *crashdump.Dump) (*unwinders.
 				return r, true
 			}
 		}
+		// A full-descending stack that is empty has SP at its top, one
+		// past the memory that holds it: a dump that saved the stack
+		// from SP up (GDB's gcore) ends right there.
+		for _, r := range d.Memory {
+			if len(r.Data) > 0 && uint64(a) == r.End() {
+				return r, true
+			}
+		}
 		return unwinders.Region{}, false
 	}
 	msp, okM := d.Regs.Get(unwinders.MSP)
