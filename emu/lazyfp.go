@@ -1,11 +1,5 @@
 package emu
 
-import (
-	"encoding/binary"
-
-	"github.com/faultline-dev/faultline/emu/uc"
-)
-
 // Lazy FP state preservation (B1.5.7). Exception entry with an active FP
 // context and FPCCR.LSPEN reserves the room for s0-s15 and FPSCR in the
 // frame and sets FPCCR.LSPACT and FPCAR (enterException); the first FP
@@ -58,25 +52,7 @@ func (m *machine) watchFP() error {
 // instruction; a false match inside another instruction or in literal
 // data never executes, so its hook never runs.
 func (img *image) fpInsns() []uint32 {
-	var out []uint32
-	for _, c := range img.chunks {
-		exec := false
-		for _, r := range img.regions {
-			if r.contains(c.addr) && r.Perm&uc.PermExec != 0 && r.Name == "flash" {
-				exec = true
-			}
-		}
-		if !exec {
-			continue
-		}
-		d := c.data
-		for i := 0; i+4 <= len(d); i += 2 {
-			hw1 := binary.LittleEndian.Uint16(d[i:])
-			hw2 := binary.LittleEndian.Uint16(d[i+2:])
-			if hw1&0xEC00 == 0xEC00 && hw2&0x0E00 == 0x0A00 {
-				out = append(out, c.addr+uint32(i))
-			}
-		}
-	}
-	return out
+	return img.scanFlash(func(hw1, hw2 uint16) bool {
+		return hw1&0xEC00 == 0xEC00 && hw2&0x0E00 == 0x0A00
+	})
 }

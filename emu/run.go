@@ -359,6 +359,14 @@ func (m *machine) applySets() error {
 // in executable memory (A7.7.127, A7.7.195). Scanning every offset cannot
 // miss one; a false match never executes, so its check never runs.
 func (img *image) divides() []uint32 {
+	return img.scanFlash(func(hw1, hw2 uint16) bool {
+		return hw1&0xffd0 == 0xfb90 && hw2&0xf0f0 == 0xf0f0
+	})
+}
+
+// scanFlash returns the address of every halfword-aligned 32-bit
+// instruction encoding in executable flash whose two halfwords match.
+func (img *image) scanFlash(match func(hw1, hw2 uint16) bool) []uint32 {
 	var out []uint32
 	for _, c := range img.chunks {
 		exec := false
@@ -372,9 +380,7 @@ func (img *image) divides() []uint32 {
 		}
 		d := c.data
 		for i := 0; i+4 <= len(d); i += 2 {
-			hw1 := binary.LittleEndian.Uint16(d[i:])
-			hw2 := binary.LittleEndian.Uint16(d[i+2:])
-			if hw1&0xffd0 == 0xfb90 && hw2&0xf0f0 == 0xf0f0 {
+			if match(binary.LittleEndian.Uint16(d[i:]), binary.LittleEndian.Uint16(d[i+2:])) {
 				out = append(out, c.addr+uint32(i))
 			}
 		}
