@@ -277,6 +277,14 @@ func LoadWith(path string, opt LoadOptions) (*Dump, error) {
 		}
 	}()
 	readFile := func(rel string) ([]byte, error) {
+		if b, unmap, ok := readRegionFast(filepath.Dir(path), rel, limit-used); ok {
+			if unmap != nil {
+				unmaps = append(unmaps, unmap)
+			} else {
+				used += int64(len(b))
+			}
+			return b, nil
+		}
 		if root == nil && rootErr == nil {
 			root, rootErr = os.OpenRoot(filepath.Dir(path))
 		}

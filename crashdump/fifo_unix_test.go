@@ -10,7 +10,7 @@ import (
 )
 
 // TestLoadFIFO: a FIFO would block a reader that opened it, so a region
-// file (or manifest) that is one is refused from its mode, unopened.
+// file (or manifest) that is one is refused from its mode, never read.
 func TestLoadFIFO(t *testing.T) {
 	dir := t.TempDir()
 	if err := syscall.Mkfifo(filepath.Join(dir, "fifo.bin"), 0o644); err != nil {
