@@ -46,7 +46,8 @@ type Probe interface {
 }
 
 // A CallsProbe is told about the calls of the entry points it hooked
-// (ProbeRun.HookFunc): entries and returns, oldest first.
+// (ProbeRun.HookFunc): entries and returns, oldest first. The slice is the
+// C side's buffer: valid only during the call.
 type CallsProbe interface {
 	Probe
 	Calls(r *ProbeRun, calls []ProbeCall)
@@ -59,20 +60,14 @@ type ProbeFunc struct {
 	Header           uint32
 }
 
-// ProbeCall is an allocator entry, or the return of the call in progress.
-type ProbeCall struct {
-	Return bool
-	Func   int    // the id given to HookFunc
-	Insn   uint64 // guest instructions run when it happened (counted per block)
-	// Entry: the pointer operand (0 if none) and size (count*size for
-	// calloc, at most 2^32-1), the return address (bit 0 clear) and SP,
-	// and the call stack at the entry (as Stack gives it: the entry
-	// point, then return addresses; shared, do not modify; its exception
-	// frames carry no ExcReturn). Return: Ptr is r0 (0 for a free).
-	Ptr, Size uint32
-	Ret, SP   uint32
-	Stack     []TruthFrame
-}
+// ProbeCall is an allocator entry (Kind uc.HeapEntry), or the return of
+// the call in progress (uc.HeapReturn). Func is the id given to HookFunc;
+// Insn the guest instructions run when it happened (counted per block).
+// Entry: the pointer operand (0 if none) and size (count*size for calloc,
+// at most 2^32-1), the return address (bit 0 clear) and SP, and the
+// interned call stack at the entry (ProbeRun.CallStack). Return: Ptr is r0
+// (0 for a free).
+type ProbeCall = uc.HeapEvent
 
 // ProbeAccess is an access the heap map's rules reject.
 type ProbeAccess struct {
@@ -94,10 +89,7 @@ type ProbeRun struct {
 	cache [16]stackEntry
 	next  int
 	key   []uint32
-	// Calls: the event buffer, and the call stacks of interned stack ids
-	// of generation gen.
-	evs    []uc.HeapEvent
-	calls  []ProbeCall
+	// The call stacks of interned stack ids of generation gen.
 	stacks [][]TruthFrame // by id (nil: not yet)
 	gen    uint32
 }
@@ -177,44 +169,32 @@ func (r *ProbeRun) HookFunc(addr uint32, id int, f ProbeFunc) error {
 	return r.hw.AddFunc(addr, uc.HeapFunc{Op: f.Op, Ptr: f.Ptr, Size: f.Size, Count: f.Count, Header: f.Header, ID: uint32(id)})
 }
 
-// drain reports the buffered calls to the probe, a batch at a time.
+// drain reports the buffered calls to the probe, all at once.
 func (r *ProbeRun) drain() {
 	if r.hw == nil {
 		return
 	}
-	cp, ok := r.p.(CallsProbe)
-	if !ok {
-		r.hw.EventsDone()
-		return
-	}
-	if r.evs == nil {
-		r.evs = make([]uc.HeapEvent, 1024)
-	}
-	for from := 0; ; {
-		n := r.hw.Events(r.evs, from)
-		if n == 0 {
-			break
+	if cp, ok := r.p.(CallsProbe); ok {
+		if evs := r.hw.Events(); len(evs) > 0 {
+			cp.Calls(r, evs)
 		}
-		from += n
-		if g := r.hw.StackGen(); g != r.gen {
-			r.stacks = r.stacks[:0]
-			r.gen = g
-		}
-		r.calls = r.calls[:0]
-		for _, e := range r.evs[:n] {
-			c := ProbeCall{Return: e.Return, Func: int(e.Func), Insn: e.Insn, Ptr: e.Ptr, Size: e.Size, Ret: e.Ret, SP: e.SP}
-			if !e.Return {
-				c.Stack = r.callStack(e.Stack)
-			}
-			r.calls = append(r.calls, c)
-		}
-		cp.Calls(r, r.calls)
 	}
 	r.hw.EventsDone()
 }
 
-// callStack returns the call stack of interned stack id.
-func (r *ProbeRun) callStack(id uint32) []TruthFrame {
+// StackGen changes whenever the interned stack ids of ProbeCall.Stack
+// are reused for other stacks: a cache of CallStack results must then be
+// emptied.
+func (r *ProbeRun) StackGen() uint32 { return r.hw.StackGen() }
+
+// CallStack returns the call stack of the interned stack id of a
+// ProbeCall, as Stack gives it: the entry point, then return addresses
+// (shared, do not modify; its exception frames carry no ExcReturn).
+func (r *ProbeRun) CallStack(id uint32) []TruthFrame {
+	if g := r.hw.StackGen(); g != r.gen {
+		r.stacks = r.stacks[:0]
+		r.gen = g
+	}
 	if int(id) < len(r.stacks) && r.stacks[id] != nil {
 		return r.stacks[id]
 	}

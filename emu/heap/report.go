@@ -47,8 +47,11 @@ type Report struct {
 func (t *Tracker) Report() (*Report, error) {
 	s := &t.st
 	r := &Report{Allocator: t.Allocator(), LiveBytes: s.liveBytes, LiveBlocks: len(s.live),
-		PeakBytes: s.peakBytes, PeakInsn: s.peakInsn, PeakBlock: s.peakBlock,
+		PeakBytes: s.peakBytes, PeakInsn: s.peakInsn,
 		Allocs: s.allocs, Frees: s.frees, Errors: append([]Error(nil), s.errors...), ErrorsDropped: s.dropped}
+	if s.peakOK {
+		r.PeakBlock = t.block(s.peak)
+	}
 	for _, f := range t.hooked {
 		r.Hooked = append(r.Hooked, f.Name)
 	}
@@ -56,7 +59,7 @@ func (t *Tracker) Report() (*Report, error) {
 	bySite := map[string]*Site{}
 	var keys []string
 	for _, b := range s.live {
-		r.Live = append(r.Live, b)
+		r.Live = append(r.Live, t.block(b))
 	}
 	sort.Slice(r.Live, func(i, j int) bool { return r.Live[i].Addr < r.Live[j].Addr })
 	for _, b := range r.Live {
@@ -85,7 +88,7 @@ func (t *Tracker) Report() (*Report, error) {
 		return a.Addrs[0] < b.Addrs[0]
 	})
 	for _, c := range s.pending {
-		r.Pending = append(r.Pending, Pending{Func: c.fn.Name, Ptr: c.ptr, Size: c.size, Stack: c.stack, Insn: c.insn})
+		r.Pending = append(r.Pending, Pending{Func: t.via(c.id), Ptr: c.ptr, Size: c.size, Stack: Stack{PCs: c.stack}, Insn: c.insn})
 	}
 	return r, t.err
 }

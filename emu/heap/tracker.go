@@ -2,6 +2,7 @@ package heap
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 
@@ -64,27 +65,48 @@ type Options struct {
 // double-free reports.
 const maxFreed = 8192
 
+// rec is a block as the tracker keeps it (Block is made from it for a
+// report): no allocation per call.
+type rec struct {
+	addr, size uint32
+	fn         int32 // the entry point that allocated it (index in Tracker.hooked)
+	insn       uint64
+	stack      []uint32 // the allocation's return addresses (shared)
+}
+
 type call struct {
-	fn    Func
-	id    int    // the index of fn in Tracker.hooked
+	id    int32  // the index of the entry point in Tracker.hooked
 	ret   uint32 // return address (bit 0 clear)
 	sp    uint32
 	ptr   uint32
 	size  uint32
-	stack Stack
+	stack []uint32
 	insn  uint64
-	// realloc: the old block, removed at entry (nil when none)
-	old *Block
+	// realloc: the old block, removed at entry (hasOld false when none)
+	old    rec
+	hasOld bool
+}
+
+// fifoEnt is a freed block's place in the order they were freed: entry
+// seq of its address (stale once the address is forgotten or freed anew
+// after it was dropped).
+type fifoEnt struct {
+	addr uint32
+	seq  uint64
 }
 
 type state struct {
-	live      map[uint32]*Block
-	freed     map[uint32]freedRec
-	freedFIFO []uint32
+	live  map[uint32]rec
+	freed map[uint32]freedRec
+	// fifo orders the freed blocks, oldest first; entries whose block was
+	// forgotten since are skipped (and dropped when they pile up).
+	fifo      []fifoEnt
+	seq       uint64
 	liveBytes uint64
 	peakBytes uint64
 	peakInsn  uint64
-	peakBlock *Block
+	peak      rec // the allocation that reached the peak (valid if peakOK)
+	peakOK    bool
 	allocs    uint64
 	frees     uint64
 	errors    []Error
@@ -95,22 +117,24 @@ type state struct {
 
 func (s *state) clone() state {
 	c := *s
-	c.live = make(map[uint32]*Block, len(s.live))
-	for k, v := range s.live {
-		c.live[k] = v
+	c.live = maps.Clone(s.live)
+	c.freed = maps.Clone(s.freed)
+	c.fifo = nil
+	for _, e := range s.fifo {
+		if s.current(e) {
+			c.fifo = append(c.fifo, e)
+		}
 	}
-	c.freed = make(map[uint32]freedRec, len(s.freed))
-	for k, v := range s.freed {
-		c.freed[k] = v
-	}
-	c.freedFIFO = append([]uint32(nil), s.freedFIFO...)
 	c.errors = append([]Error(nil), s.errors...)
-	c.seen = make(map[string]bool, len(s.seen))
-	for k, v := range s.seen {
-		c.seen[k] = v
-	}
+	c.seen = maps.Clone(s.seen)
 	c.pending = append([]call(nil), s.pending...)
 	return c
+}
+
+// current says whether e is the place of a remembered freed block.
+func (s *state) current(e fifoEnt) bool {
+	f, ok := s.freed[e.addr]
+	return ok && f.seq == e.seq
 }
 
 // Tracker is the emu.Probe of faultline heap.
@@ -124,9 +148,16 @@ type Tracker struct {
 	st       state
 	cp       state
 	cpValid  bool
-	err      error   // a failure inside a callback (reported by Result)
-	slab     []Block // newBlock
-	stacks   map[*emu.TruthFrame]Stack
+	err      error // a failure inside a callback (reported by Result)
+	// The allocation stacks of the run's interned stack ids (by id,
+	// for generation gen).
+	byID []idStack
+	gen  uint32
+}
+
+type idStack struct {
+	ok  bool
+	pcs []uint32
 }
 
 // New returns a Tracker for opt.
@@ -134,8 +165,8 @@ func New(opt Options) *Tracker {
 	if opt.MaxErrors <= 0 {
 		opt.MaxErrors = 1000
 	}
-	return &Tracker{opt: opt, byAddr: make(map[uint32]Func), stacks: make(map[*emu.TruthFrame]Stack),
-		st: state{live: map[uint32]*Block{}, freed: map[uint32]freedRec{}, seen: map[string]bool{}}}
+	return &Tracker{opt: opt, byAddr: make(map[uint32]Func),
+		st: state{live: map[uint32]rec{}, freed: map[uint32]freedRec{}, seen: map[string]bool{}}}
 }
 
 // Start implements emu.Probe: it finds the entry points in the image,
@@ -211,9 +242,13 @@ func (t *Tracker) Block(r *emu.ProbeRun, addr uint32) {}
 // Calls implements emu.CallsProbe: the allocator calls and returns the C side
 // saw (it has already updated the byte map).
 func (t *Tracker) Calls(r *emu.ProbeRun, calls []emu.ProbeCall) {
+	if g := r.StackGen(); g != t.gen {
+		clear(t.byID)
+		t.gen = g
+	}
 	for i := range calls {
 		pc := &calls[i]
-		if pc.Return {
+		if pc.Kind == uc.HeapReturn {
 			if len(t.st.pending) > 0 {
 				c := t.st.pending[0]
 				t.st.pending = t.st.pending[:0]
@@ -221,55 +256,37 @@ func (t *Tracker) Calls(r *emu.ProbeRun, calls []emu.ProbeCall) {
 			}
 			continue
 		}
-		if pc.Func < 0 || pc.Func >= len(t.hooked) {
+		if int(pc.Func) >= len(t.hooked) {
 			continue
 		}
-		f := t.hooked[pc.Func]
-		c := call{fn: f, id: pc.Func, ret: pc.Ret, sp: pc.SP, insn: pc.Insn, ptr: pc.Ptr, size: pc.Size}
-		c.stack = t.callerStack(pc.Stack)
-		switch f.Op {
+		c := call{id: int32(pc.Func), ret: pc.Ret, sp: pc.SP, insn: pc.Insn, ptr: pc.Ptr, size: pc.Size}
+		c.stack = t.callerStack(r, pc.Stack)
+		switch t.hooked[c.id].Op {
 		case OpFree:
 			t.free(c)
 		case OpRealloc:
 			if c.ptr != 0 {
-				c.old = t.release(c, "realloc")
+				c.old, c.hasOld = t.release(c, "realloc")
 			}
 		}
 		t.st.pending = append(t.st.pending[:0], c)
 	}
 }
 
-// callerStack is stackOf, remembered for the stacks ProbeRun.Stack shares
-// between calls (an allocation in a loop): no new slice per call.
-func (t *Tracker) callerStack(fr []emu.TruthFrame) Stack {
-	if len(fr) == 0 {
-		return Stack{}
+// callerStack returns the return addresses of the interned call stack id
+// (stackOf), made once per id.
+func (t *Tracker) callerStack(r *emu.ProbeRun, id uint32) []uint32 {
+	if int(id) < len(t.byID) && t.byID[id].ok {
+		return t.byID[id].pcs
 	}
-	// The pointer only finds a candidate (a slice's memory may be reused
-	// by another once the run dropped it): the frames decide.
-	if s, ok := t.stacks[&fr[0]]; ok && sameStack(s, fr) {
-		return s
-	}
-	if len(t.stacks) >= 256 {
-		clear(t.stacks)
-	}
-	s := stackOf(fr)
-	t.stacks[&fr[0]] = s
-	return s
-}
-
-func sameStack(s Stack, fr []emu.TruthFrame) bool {
-	n := 0
-	for i, f := range fr {
-		if i == 0 || f.Kind == emu.FrameException {
-			continue
+	pcs := stackOf(r.CallStack(id)).PCs
+	if id < 1<<20 {
+		for len(t.byID) <= int(id) {
+			t.byID = append(t.byID, idStack{})
 		}
-		if n >= len(s.PCs) || s.PCs[n] != f.PC {
-			return false
-		}
-		n++
+		t.byID[id] = idStack{ok: true, pcs: pcs}
 	}
-	return n == len(s.PCs)
+	return pcs
 }
 
 // stackOf drops the allocator's own frame (the entry) and exception
@@ -307,78 +324,101 @@ func (t *Tracker) free(c call) {
 	t.release(c, "free")
 }
 
+// via names the entry point of hooked index id.
+func (t *Tracker) via(id int32) string { return t.hooked[id].Name }
+
+// block returns b as a Block.
+func (t *Tracker) block(b rec) *Block {
+	return &Block{Addr: b.addr, Size: b.size, Via: t.via(b.fn), Alloc: Stack{PCs: b.stack}, AllocInsn: b.insn}
+}
+
 // release removes the live block at c.ptr (a free, or the old block of a
 // realloc) and returns it; a pointer that is not a live block is an error.
-func (t *Tracker) release(c call, what string) *Block {
+func (t *Tracker) release(c call, what string) (rec, bool) {
 	b, ok := t.st.live[c.ptr]
 	if !ok {
+		name := t.via(c.id)
 		if fr, ok := t.st.freed[c.ptr]; ok {
-			t.report(Error{Kind: DoubleFree, Addr: c.ptr, Via: c.fn.Name, Stack: c.stack, Insn: c.insn, Block: fr.block(),
-				Detail: fmt.Sprintf("%s of %#08x, a block of %d bytes already freed", c.fn.Name, c.ptr, fr.b.Size)})
+			t.report(Error{Kind: DoubleFree, Addr: c.ptr, Via: name, Stack: Stack{PCs: c.stack}, Insn: c.insn, Block: t.freedBlock(fr),
+				Detail: fmt.Sprintf("%s of %#08x, a block of %d bytes already freed", name, c.ptr, fr.b.size)})
 		} else {
-			t.report(Error{Kind: InvalidFree, Addr: c.ptr, Via: c.fn.Name, Stack: c.stack, Insn: c.insn, Block: t.containing(c.ptr),
-				Detail: fmt.Sprintf("%s of %#08x, which was never returned by the allocator", c.fn.Name, c.ptr)})
+			t.report(Error{Kind: InvalidFree, Addr: c.ptr, Via: name, Stack: Stack{PCs: c.stack}, Insn: c.insn, Block: t.containing(c.ptr),
+				Detail: fmt.Sprintf("%s of %#08x, which was never returned by the allocator", name, c.ptr)})
 		}
-		return nil
+		return rec{}, false
 	}
 	delete(t.st.live, c.ptr)
-	t.st.liveBytes -= uint64(b.Size)
+	t.st.liveBytes -= uint64(b.size)
 	t.st.frees++
-	t.remember(freedRec{b: b, by: c.fn.Name, stack: c.stack, insn: c.insn})
-	return b
+	t.remember(freedRec{b: b, by: c.id, stack: c.stack, insn: c.insn})
+	return b, true
 }
 
-// freedRec is a freed block: the block as it was allocated, and who freed
-// it (kept apart so that a free allocates nothing).
+// freedRec is a freed block: the block as it was allocated, who freed it,
+// and its place in the order of frees (state.fifo).
 type freedRec struct {
-	b     *Block
-	by    string
-	stack Stack
+	b     rec
+	by    int32
+	stack []uint32
 	insn  uint64
+	seq   uint64
 }
 
-// block returns the freed block with its Freed fields.
-func (f freedRec) block() *Block {
-	fb := *f.b
-	fb.FreedBy, fb.Free, fb.FreedInsn = f.by, f.stack, f.insn
-	return &fb
+// freedBlock returns the freed block with its Freed fields.
+func (t *Tracker) freedBlock(f freedRec) *Block {
+	fb := t.block(f.b)
+	fb.FreedBy, fb.Free, fb.FreedInsn = t.via(f.by), Stack{PCs: f.stack}, f.insn
+	return fb
 }
 
 // containing returns the live block holding addr (a pointer into the
 // middle of a block), or nil.
 func (t *Tracker) containing(addr uint32) *Block {
 	for _, b := range t.st.live {
-		if addr >= b.Addr && addr-b.Addr < b.Size {
-			return b
+		if addr >= b.addr && addr-b.addr < b.size {
+			return t.block(b)
 		}
 	}
 	return nil
 }
 
+// remember adds a freed block, dropping the oldest beyond maxFreed; a
+// block freed again at a remembered address keeps its place.
 func (t *Tracker) remember(f freedRec) {
-	if len(t.st.freedFIFO) >= maxFreed {
-		old := t.st.freedFIFO[0]
-		t.st.freedFIFO = t.st.freedFIFO[1:]
-		delete(t.st.freed, old)
-	}
-	if _, ok := t.st.freed[f.b.Addr]; !ok {
-		t.st.freedFIFO = append(t.st.freedFIFO, f.b.Addr)
-	}
-	t.st.freed[f.b.Addr] = f
-}
-
-func (t *Tracker) forget(addr uint32) {
-	if _, ok := t.st.freed[addr]; !ok {
-		return
-	}
-	delete(t.st.freed, addr)
-	for i, a := range t.st.freedFIFO {
-		if a == addr {
-			t.st.freedFIFO = append(t.st.freedFIFO[:i], t.st.freedFIFO[i+1:]...)
-			break
+	s := &t.st
+	if len(s.freed) >= maxFreed {
+		for len(s.fifo) > 0 {
+			e := s.fifo[0]
+			s.fifo = s.fifo[1:]
+			if s.current(e) {
+				delete(s.freed, e.addr)
+				break
+			}
 		}
 	}
+	if old, ok := s.freed[f.b.addr]; ok {
+		f.seq = old.seq
+	} else {
+		s.seq++
+		f.seq = s.seq
+		s.fifo = append(s.fifo, fifoEnt{addr: f.b.addr, seq: f.seq})
+	}
+	s.freed[f.b.addr] = f
+	if len(s.fifo) > 2*len(s.freed)+64 {
+		// Forgotten blocks piled up: keep the current entries only.
+		k := 0
+		for _, e := range s.fifo {
+			if s.current(e) {
+				s.fifo[k] = e
+				k++
+			}
+		}
+		s.fifo = s.fifo[:k]
+	}
 }
+
+// forget drops a freed block (its address is allocated again).
+func (t *Tracker) forget(addr uint32) { delete(t.st.freed, addr) }
 
 // pad is the number of bytes from a block's requested end to the next
 // multiple of 8 (the alignment of newlib's and heap_4's blocks).
@@ -389,11 +429,12 @@ func pad(addr, size uint32) uint32 {
 
 // returned handles an allocator call's return (p is r0, its result).
 func (t *Tracker) returned(c call, p uint32) {
-	if c.fn.Op == OpFree {
+	op := t.hooked[c.id].Op
+	if op == OpFree {
 		return
 	}
-	if c.fn.Op == OpRealloc && p == 0 {
-		if c.old != nil && c.size != 0 {
+	if op == OpRealloc && p == 0 {
+		if c.hasOld && c.size != 0 {
 			// Failed: the old block stays allocated.
 			t.restoreOld(c.old)
 		}
@@ -402,63 +443,40 @@ func (t *Tracker) returned(c call, p uint32) {
 	if p == 0 {
 		return
 	}
-	b := t.newBlock(Block{Addr: p, Size: c.size, Via: c.fn.Name, Alloc: c.stack, AllocInsn: c.insn})
+	b := rec{addr: p, size: c.size, fn: c.id, insn: c.insn, stack: c.stack}
 	if old, ok := t.st.live[p]; ok {
 		// The allocator returned a block it considers allocated: its
 		// bookkeeping is broken (or the hooks missed a free).
-		t.st.liveBytes -= uint64(old.Size)
+		t.st.liveBytes -= uint64(old.size)
 	} else {
 		t.st.allocs++
 	}
 	t.forget(p)
 	t.st.live[p] = b
-	t.st.liveBytes += uint64(b.Size)
+	t.st.liveBytes += uint64(b.size)
 	if t.st.liveBytes > t.st.peakBytes {
-		t.st.peakBytes, t.st.peakInsn, t.st.peakBlock = t.st.liveBytes, c.insn, b
+		t.st.peakBytes, t.st.peakInsn, t.st.peak, t.st.peakOK = t.st.liveBytes, c.insn, b, true
 	}
 }
 
-// newBlock returns a new block with the value of b, from a slab: an
-// allocation-heavy loop makes two per round, one allocation each cost more
-// than the rest of the bookkeeping. (A block is never modified once made:
-// checkpoints share them.)
-func (t *Tracker) newBlock(b Block) *Block {
-	if len(t.slab) == cap(t.slab) {
-		t.slab = make([]Block, 0, 128)
-	}
-	t.slab = append(t.slab, b)
-	return &t.slab[len(t.slab)-1]
-}
-
-func (t *Tracker) restoreOld(old *Block) {
-	b := t.newBlock(*old)
-	b.FreedBy, b.Free, b.FreedInsn = "", Stack{}, 0
-	t.forget(b.Addr)
-	t.st.live[b.Addr] = b
-	t.st.liveBytes += uint64(b.Size)
+func (t *Tracker) restoreOld(old rec) {
+	t.forget(old.addr)
+	t.st.live[old.addr] = old
+	t.st.liveBytes += uint64(old.size)
 	t.st.frees--
-}
-
-func (t *Tracker) headerFor(via string) uint32 {
-	for _, f := range t.hooked {
-		if f.Name == via {
-			return f.Header
-		}
-	}
-	return 0
 }
 
 // markLive marks a live block in the map as the C side does at an
 // allocation's return (Restore rebuilds the map with it).
-func markLive(r *emu.ProbeRun, b *Block, header uint32) {
+func markLive(r *emu.ProbeRun, b rec, header uint32) {
 	// Bookkeeping before the block may overlap the end of the block
 	// below (newlib lets a chunk in use keep data in the next chunk's
 	// prev_size field): marked softly, it never takes a live byte.
-	if header > 0 && b.Addr >= header {
-		r.Mark(b.Addr-header, header, uc.HeapHeader, true)
+	if header > 0 && b.addr >= header {
+		r.Mark(b.addr-header, header, uc.HeapHeader, true)
 	}
-	r.Mark(b.Addr, b.Size, uc.HeapLive, false)
-	r.Mark(b.Addr+b.Size, pad(b.Addr, b.Size), uc.HeapPad, true)
+	r.Mark(b.addr, b.size, uc.HeapLive, false)
+	r.Mark(b.addr+b.size, pad(b.addr, b.size), uc.HeapPad, true)
 }
 
 // Access implements emu.Probe.
@@ -497,30 +515,35 @@ func (t *Tracker) Access(r *emu.ProbeRun, a emu.ProbeAccess) {
 }
 
 func (t *Tracker) freedAt(addr uint32) *Block {
-	var best *freedRec
+	var best freedRec
+	found := false
 	for _, f := range t.st.freed {
 		b := f.b
-		if addr >= b.Addr && addr-b.Addr < b.Size+pad(b.Addr, b.Size) {
-			if best == nil || f.insn > best.insn {
-				best = &f
+		if addr >= b.addr && addr-b.addr < b.size+pad(b.addr, b.size) {
+			if !found || f.insn > best.insn {
+				best, found = f, true
 			}
 		}
 	}
-	if best == nil {
+	if !found {
 		return nil
 	}
-	return best.block()
+	return t.freedBlock(best)
 }
 
 // below returns the live block that ends nearest below addr.
 func (t *Tracker) below(addr uint32) *Block {
-	var best *Block
+	var best rec
+	found := false
 	for _, b := range t.st.live {
-		if b.Addr <= addr && (best == nil || b.Addr > best.Addr) {
-			best = b
+		if b.addr <= addr && (!found || b.addr > best.addr) {
+			best, found = b, true
 		}
 	}
-	return best
+	if !found {
+		return nil
+	}
+	return t.block(best)
 }
 
 func (t *Tracker) report(e Error) {
@@ -563,33 +586,37 @@ func (t *Tracker) Restore(r *emu.ProbeRun) error {
 	r.SetPending(nil)
 	if len(t.st.pending) > 0 {
 		c := t.st.pending[0]
-		p := &uc.HeapPending{Func: uint32(c.id), Op: int(c.fn.Op), Ret: c.ret, SP: c.sp, Ptr: c.ptr, Size: c.size, Header: c.fn.Header}
-		if c.old != nil {
-			p.Old, p.OldSize, p.OldHdr = true, c.old.Size, t.headerFor(c.old.Via)
+		f := t.hooked[c.id]
+		p := &uc.HeapPending{Func: uint32(c.id), Op: int(f.Op), Ret: c.ret, SP: c.sp, Ptr: c.ptr, Size: c.size, Header: f.Header}
+		if c.hasOld {
+			p.Old, p.OldSize, p.OldHdr = true, c.old.size, t.hooked[c.old.fn].Header
 		}
 		r.SetPending(p)
 	}
 	live := make([]emu.ProbeBlock, 0, len(t.st.live))
 	for _, b := range t.st.live {
-		live = append(live, emu.ProbeBlock{Addr: b.Addr, Size: b.Size, Header: t.headerFor(b.Via)})
+		live = append(live, emu.ProbeBlock{Addr: b.addr, Size: b.size, Header: t.hooked[b.fn].Header})
 	}
 	if err := r.SetLive(live); err != nil {
 		return err
 	}
 	r.ClearMap()
-	for _, a := range t.st.freedFIFO {
-		b := t.st.freed[a].b
-		if h := t.headerFor(b.Via); h > 0 && b.Addr >= h {
-			r.Mark(b.Addr-h, h, uc.HeapHeader, false)
+	for _, e := range t.st.fifo {
+		if !t.st.current(e) {
+			continue
 		}
-		r.Mark(b.Addr, b.Size+pad(b.Addr, b.Size), uc.HeapFreed, false)
+		b := t.st.freed[e.addr].b
+		if h := t.hooked[b.fn].Header; h > 0 && b.addr >= h {
+			r.Mark(b.addr-h, h, uc.HeapHeader, false)
+		}
+		r.Mark(b.addr, b.size+pad(b.addr, b.size), uc.HeapFreed, false)
 	}
 	// Live bytes first, then the soft marks around them.
 	for _, b := range t.st.live {
-		r.Mark(b.Addr, b.Size, uc.HeapLive, false)
+		r.Mark(b.addr, b.size, uc.HeapLive, false)
 	}
 	for _, b := range t.st.live {
-		markLive(r, b, t.headerFor(b.Via))
+		markLive(r, b, t.hooked[b.fn].Header)
 	}
 	return nil
 }

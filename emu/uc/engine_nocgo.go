@@ -188,12 +188,19 @@ type HeapFunc struct {
 // HeapEvent is an allocator entry or return (see the cgo build).
 type HeapEvent struct {
 	Insn      uint64
-	Return    bool
+	Kind      uint32
 	Func      uint32
 	Ptr, Size uint32
 	Ret, SP   uint32
 	Stack     uint32
+	_         uint32
 }
+
+// Event kinds (HeapEvent.Kind).
+const (
+	HeapEntry  = 0
+	HeapReturn = 1
+)
 
 // HeapPending is the allocator call in progress (see the cgo build).
 type HeapPending struct {
@@ -218,7 +225,7 @@ func (t *Tracker) NewHeapWatch(base, size uint32, block func(uint32, *HeapRegs),
 	return nil, ErrUnavailable
 }
 func (w *HeapWatch) AddFunc(addr uint32, f HeapFunc) error     { return ErrUnavailable }
-func (w *HeapWatch) Events(buf []HeapEvent, from int) int      { return 0 }
+func (w *HeapWatch) Events() []HeapEvent                       { return nil }
 func (w *HeapWatch) EventsDone()                               {}
 func (w *HeapWatch) Drains() uint64                            { return 0 }
 func (w *HeapWatch) StackGen() uint32                          { return 0 }

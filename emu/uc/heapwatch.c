@@ -127,13 +127,15 @@ int fl_hw_watch(fl_heapwatch *w, uint32_t addr, int on) {
 static void go_block(fl_tracker *t, fl_heapwatch *w, uint32_t addr) {
 	// The registers a watcher needs at a function's entry and return,
 	// read here: one C->Go transition instead of one per register.
-	static const int ids[6] = {UC_ARM_REG_R0, UC_ARM_REG_R1, UC_ARM_REG_R2,
-	                           UC_ARM_REG_R3, UC_ARM_REG_SP, UC_ARM_REG_LR};
+	static int ids[6] = {UC_ARM_REG_R0, UC_ARM_REG_R1, UC_ARM_REG_R2,
+	                     UC_ARM_REG_R3, UC_ARM_REG_SP, UC_ARM_REG_LR};
 	uint32_t regs[6];
+	void *p[6];
 	for (int i = 0; i < 6; i++) {
 		regs[i] = 0;
-		uc_reg_read(t->uc, ids[i], &regs[i]);
+		p[i] = &regs[i];
 	}
+	uc_reg_read_batch(t->uc, ids, p, 6);
 	goHeapBlock(w->handle, addr, regs);
 }
 
@@ -416,29 +418,38 @@ static void room(fl_heapwatch *w) {
 	drain(w);
 }
 
-static uint32_t reg(const fl_tracker *t, int id) {
-	uint32_t v = 0;
-	uc_reg_read(t->uc, id, &v);
-	return v;
+// The registers entry needs, read in one call: a uc_reg_read per register
+// cost more than the rest of the entry's work.
+enum { E_R0, E_R1, E_R2, E_R3, E_SP, E_LR, E_IPSR, E_CONTROL, E_N };
+
+static void entry_regs(const fl_tracker *t, uint32_t v[E_N]) {
+	static int ids[E_N] = {UC_ARM_REG_R0, UC_ARM_REG_R1, UC_ARM_REG_R2,   UC_ARM_REG_R3,
+	                       UC_ARM_REG_SP, UC_ARM_REG_LR, UC_ARM_REG_IPSR, UC_ARM_REG_CONTROL};
+	void *p[E_N];
+	for (int i = 0; i < E_N; i++) {
+		v[i] = 0;
+		p[i] = &v[i];
+	}
+	uc_reg_read_batch(t->uc, ids, p, E_N);
 }
 
-static uint32_t arg(const fl_tracker *t, int32_t n) {
-	return n >= 0 && n <= 3 ? reg(t, UC_ARM_REG_R0 + n) : 0;
-}
+static uint32_t arg(const uint32_t v[E_N], int32_t n) { return n >= 0 && n <= 3 ? v[E_R0 + n] : 0; }
 
 // entry handles a call of an entry point: the block at its address.
 static void entry(fl_tracker *t, fl_heapwatch *w, uint32_t addr, const fl_hw_func *f) {
-	uint32_t ptr = arg(t, f->ptr), size;
+	uint32_t v[E_N];
+	entry_regs(t, v);
+	uint32_t ptr = arg(v, f->ptr), size;
 	if (f->op == FL_HW_OP_CALLOC) {
-		uint64_t n = (uint64_t)arg(t, f->count) * arg(t, f->size);
+		uint64_t n = (uint64_t)arg(v, f->count) * arg(v, f->size);
 		size = n > 0xffffffffu ? 0xffffffffu : (uint32_t)n;
 	} else {
-		size = arg(t, f->size);
+		size = arg(v, f->size);
 	}
-	uint32_t sp = reg(t, UC_ARM_REG_SP), lr = reg(t, UC_ARM_REG_LR);
+	uint32_t sp = v[E_SP], lr = v[E_LR];
 	uint32_t psp = 0;
-	if ((reg(t, UC_ARM_REG_IPSR) & 0x1ff) == 0) {
-		psp = (reg(t, UC_ARM_REG_CONTROL) >> 1) & 1;
+	if ((v[E_IPSR] & 0x1ff) == 0) {
+		psp = (v[E_CONTROL] >> 1) & 1;
 	}
 	room(w);
 	uint32_t id = intern(t, w, addr, sp, psp, lr);
@@ -478,9 +489,9 @@ static void entry(fl_tracker *t, fl_heapwatch *w, uint32_t addr, const fl_hw_fun
 }
 
 // ret handles the return of the call in progress.
-static void ret(fl_tracker *t, fl_heapwatch *w) {
+static void ret(fl_tracker *t, fl_heapwatch *w, uint32_t r0) {
 	w->inside = 0;
-	uint32_t p = w->p_op == FL_HW_OP_FREE ? 0 : reg(t, UC_ARM_REG_R0);
+	uint32_t p = w->p_op == FL_HW_OP_FREE ? 0 : r0;
 	room(w);
 	fl_hw_event *e = &w->ev[w->nev++];
 	memset(e, 0, sizeof *e);
@@ -509,9 +520,17 @@ void fl_hw_block(fl_tracker *t, uint32_t addr) {
 	if (w->inside) {
 		// Inside an allocator call only its return matters (the
 		// allocator's own calls of other entry points are its business).
-		if (addr == w->ret && reg(t, UC_ARM_REG_SP) >= w->ret_sp) {
+		if (addr != w->ret) {
+			return;
+		}
+		// SP and r0 in one call.
+		static int ids[2] = {UC_ARM_REG_SP, UC_ARM_REG_R0};
+		uint32_t v[2] = {0, 0};
+		void *p[2] = {&v[0], &v[1]};
+		uc_reg_read_batch(t->uc, ids, p, 2);
+		if (v[0] >= w->ret_sp) {
 			if (w->p_op != FL_HW_OP_WATCH) {
-				ret(t, w);
+				ret(t, w, v[1]);
 			} else if (w->ret_go) {
 				go_block(t, w, addr); // Go ends the call
 			} else {

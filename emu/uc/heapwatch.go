@@ -57,18 +57,47 @@ type HeapFunc struct {
 	ID               uint32
 }
 
-// HeapEvent is an allocator entry (Return false) or the return of the
-// call in progress.
+// HeapEvent is an allocator entry (Kind HeapEntry) or the return of the
+// call in progress (HeapReturn). Its layout is C's fl_hw_event, so that
+// Events hands out the C buffer itself.
 type HeapEvent struct {
-	Insn   uint64 // guest instructions counted when the block started
-	Return bool
-	Func   uint32 // HeapFunc.ID
+	Insn uint64 // guest instructions counted when the block started
+	Kind uint32
+	Func uint32 // HeapFunc.ID
 	// Entry: the pointer operand (0 if none) and size (count*size for
 	// calloc, saturated at 2^32-1). Return: Ptr is r0 (0 for a free).
 	Ptr, Size uint32
 	Ret, SP   uint32 // entry: return address (bit 0 clear) and SP
 	Stack     uint32 // entry: the interned call stack (StackOf)
+	_         uint32
 }
+
+// Event kinds (HeapEvent.Kind).
+const (
+	HeapEntry  = C.FL_HW_EV_ENTRY
+	HeapReturn = C.FL_HW_EV_RETURN
+)
+
+// HeapEvent and fl_hw_event have the same size and field offsets (a
+// negative or nonzero difference does not compile).
+var (
+	_ [unsafe.Sizeof(HeapEvent{}) - C.sizeof_fl_hw_event]struct{}
+	_ [C.sizeof_fl_hw_event - unsafe.Sizeof(HeapEvent{})]struct{}
+	_ [unsafe.Offsetof(HeapEvent{}.Kind) - unsafe.Offsetof(C.fl_hw_event{}.kind)]struct{}
+	_ [unsafe.Offsetof(C.fl_hw_event{}.kind) - unsafe.Offsetof(HeapEvent{}.Kind)]struct{}
+	_ [unsafe.Offsetof(HeapEvent{}.Func) - unsafe.Offsetof(C.fl_hw_event{}._func)]struct{}
+	_ [unsafe.Offsetof(C.fl_hw_event{}._func) - unsafe.Offsetof(HeapEvent{}.Func)]struct{}
+	_ [unsafe.Offsetof(HeapEvent{}.Ptr) - unsafe.Offsetof(C.fl_hw_event{}.ptr)]struct{}
+	_ [unsafe.Offsetof(C.fl_hw_event{}.ptr) - unsafe.Offsetof(HeapEvent{}.Ptr)]struct{}
+	_ [unsafe.Offsetof(HeapEvent{}.Size) - unsafe.Offsetof(C.fl_hw_event{}.size)]struct{}
+	_ [unsafe.Offsetof(C.fl_hw_event{}.size) - unsafe.Offsetof(HeapEvent{}.Size)]struct{}
+	_ [unsafe.Offsetof(HeapEvent{}.Ret) - unsafe.Offsetof(C.fl_hw_event{}.ret)]struct{}
+	_ [unsafe.Offsetof(C.fl_hw_event{}.ret) - unsafe.Offsetof(HeapEvent{}.Ret)]struct{}
+	_ [unsafe.Offsetof(HeapEvent{}.SP) - unsafe.Offsetof(C.fl_hw_event{}.sp)]struct{}
+	_ [unsafe.Offsetof(C.fl_hw_event{}.sp) - unsafe.Offsetof(HeapEvent{}.SP)]struct{}
+	_ [unsafe.Offsetof(HeapEvent{}.Stack) - unsafe.Offsetof(C.fl_hw_event{}.stack)]struct{}
+	_ [unsafe.Offsetof(C.fl_hw_event{}.stack) - unsafe.Offsetof(HeapEvent{}.Stack)]struct{}
+)
 
 // HeapPending is the allocator call in progress, as the C side keeps it.
 type HeapPending struct {
@@ -156,20 +185,14 @@ func (w *HeapWatch) Expect(ret, sp uint32, goReturn bool) {
 // checked).
 func (w *HeapWatch) Inside(on bool) { w.p.inside = C.int(b2u(on)) }
 
-// Events copies up to len(buf) buffered events, from the from-th on, to
-// buf and returns how many; they stay buffered until EventsDone.
-func (w *HeapWatch) Events(buf []HeapEvent, from int) int {
+// Events returns the buffered events, oldest first: the C buffer itself,
+// valid until EventsDone or the emulation runs again (do not keep it).
+func (w *HeapWatch) Events() []HeapEvent {
 	n := int(w.p.nev)
-	if from >= n {
-		return 0
+	if n == 0 {
+		return nil
 	}
-	src := unsafe.Slice(w.p.ev, n)[from:]
-	k := min(len(buf), len(src))
-	for i, e := range src[:k] {
-		buf[i] = HeapEvent{Insn: uint64(e.insn), Return: e.kind == C.FL_HW_EV_RETURN, Func: uint32(e._func),
-			Ptr: uint32(e.ptr), Size: uint32(e.size), Ret: uint32(e.ret), SP: uint32(e.sp), Stack: uint32(e.stack)}
-	}
-	return k
+	return unsafe.Slice((*HeapEvent)(unsafe.Pointer(w.p.ev)), n)
 }
 
 // EventsDone empties the event buffer.

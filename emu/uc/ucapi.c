@@ -29,6 +29,7 @@ static const struct {
 	FL_UC_SYM(uc_mem_write),
 	FL_UC_SYM(uc_mmio_map),
 	FL_UC_SYM(uc_reg_read),
+	FL_UC_SYM(uc_reg_read_batch),
 	FL_UC_SYM(uc_reg_write),
 	FL_UC_SYM(uc_hook_add),
 	FL_UC_SYM(uc_hook_del),

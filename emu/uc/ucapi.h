@@ -36,6 +36,7 @@ typedef struct fl_uc_api_t {
 	__typeof__(uc_mem_write) *uc_mem_write;
 	__typeof__(uc_mmio_map) *uc_mmio_map;
 	__typeof__(uc_reg_read) *uc_reg_read;
+	__typeof__(uc_reg_read_batch) *uc_reg_read_batch;
 	__typeof__(uc_reg_write) *uc_reg_write;
 	__typeof__(uc_hook_add) *uc_hook_add;
 	__typeof__(uc_hook_del) *uc_hook_del;
@@ -47,7 +48,7 @@ typedef struct fl_uc_api_t {
 	__typeof__(uc_context_free) *uc_context_free;
 } fl_uc_api_t;
 
-#define FL_UC_NFUNCS 20
+#define FL_UC_NFUNCS 21
 
 extern fl_uc_api_t fl_uc_api;
 
@@ -101,6 +102,9 @@ static inline uc_err fl_uc_mmio_map(uc_engine *uc, uint64_t address, size_t size
 static inline uc_err fl_uc_reg_read(uc_engine *uc, int regid, void *value) {
 	return fl_uc_api.uc_reg_read(uc, regid, value);
 }
+static inline uc_err fl_uc_reg_read_batch(uc_engine *uc, int *regs, void **vals, int count) {
+	return fl_uc_api.uc_reg_read_batch(uc, regs, vals, count);
+}
 static inline uc_err fl_uc_reg_write(uc_engine *uc, int regid, const void *value) {
 	return fl_uc_api.uc_reg_write(uc, regid, value);
 }
@@ -141,6 +145,7 @@ FL_UC_SAME_TYPE(uc_mem_read);
 FL_UC_SAME_TYPE(uc_mem_write);
 FL_UC_SAME_TYPE(uc_mmio_map);
 FL_UC_SAME_TYPE(uc_reg_read);
+FL_UC_SAME_TYPE(uc_reg_read_batch);
 FL_UC_SAME_TYPE(uc_reg_write);
 FL_UC_SAME_TYPE(uc_hook_del);
 FL_UC_SAME_TYPE(uc_emu_start);
@@ -162,6 +167,7 @@ FL_UC_SAME_TYPE(uc_context_free);
 #define uc_mem_write fl_uc_mem_write
 #define uc_mmio_map fl_uc_mmio_map
 #define uc_reg_read fl_uc_reg_read
+#define uc_reg_read_batch fl_uc_reg_read_batch
 #define uc_reg_write fl_uc_reg_write
 #define uc_hook_add (fl_uc_api.uc_hook_add)
 #define uc_hook_del fl_uc_hook_del
