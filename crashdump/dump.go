@@ -213,6 +213,9 @@ type LoadOptions struct {
 	// LoadWith decodes it instead of reading the file again, with the
 	// same limits. Region files are read relative to the path as always.
 	Data []byte
+	// Buffers, when not nil, are where region files are read: the dump
+	// gives them back when it is closed (see Buffers).
+	Buffers *Buffers
 }
 
 const (
@@ -277,10 +280,14 @@ func LoadWith(path string, opt LoadOptions) (*Dump, error) {
 		}
 	}()
 	readFile := func(rel string) ([]byte, error) {
-		if b, unmap, ok := readRegionFast(filepath.Dir(path), rel, limit-used); ok {
-			if unmap != nil {
+		if b, unmap, ok := readRegionFast(filepath.Dir(path), rel, limit-used, opt.Buffers); ok {
+			switch {
+			case unmap != nil:
 				unmaps = append(unmaps, unmap)
-			} else {
+			case opt.Buffers != nil:
+				unmaps = append(unmaps, func() error { opt.Buffers.put(b); return nil })
+				fallthrough
+			default:
 				used += int64(len(b))
 			}
 			return b, nil
@@ -310,9 +317,10 @@ func LoadWith(path string, opt LoadOptions) (*Dump, error) {
 	return d, nil
 }
 
-// Close releases the region files Load mapped; the dump's Memory must not
-// be used afterwards (it is set to nil). A dump that maps nothing has
-// nothing to release. Close is not safe for concurrent use with readers
+// Close releases the region files Load mapped, and gives the buffers it
+// read region files into back to LoadOptions.Buffers; the dump's Memory
+// must not be used afterwards (it is set to nil). A dump that maps nothing
+// and was loaded without Buffers has nothing to release. Close is not safe for concurrent use with readers
 // of the dump's memory.
 func (d *Dump) Close() error {
 	if d == nil || len(d.unmap) == 0 {

@@ -9,6 +9,6 @@ const openRead = os.O_RDONLY
 
 // readRegionFast has no short way on this platform: region files are read
 // through os.Root (open_unix.go).
-func readRegionFast(dir, name string, left int64) (data []byte, unmap func() error, ok bool) {
+func readRegionFast(dir, name string, left int64, bufs *Buffers) (data []byte, unmap func() error, ok bool) {
 	return nil, nil, false
 }

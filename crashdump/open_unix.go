@@ -27,8 +27,9 @@ const openRead = os.O_RDONLY | syscall.O_NONBLOCK
 // a subdirectory, a file too large) gives ok false and no side effect, and
 // the caller takes the os.Root path, which gives the same bytes for the
 // plain case and the errors for the others. A file that grows meanwhile is
-// read as it was at the fstat.
-func readRegionFast(dir, name string, left int64) (data []byte, unmap func() error, ok bool) {
+// read as it was at the fstat. The bytes are read into a buffer of bufs
+// (which may be nil): the caller gives it back when done.
+func readRegionFast(dir, name string, left int64, bufs *Buffers) (data []byte, unmap func() error, ok bool) {
 	if name == "" || name == "." || name == ".." || strings.ContainsRune(name, '/') {
 		return nil, nil, false
 	}
@@ -64,7 +65,7 @@ func readRegionFast(dir, name string, left int64) (data []byte, unmap func() err
 	if size > left {
 		return nil, nil, false
 	}
-	b := make([]byte, size)
+	b := bufs.get(int(size))
 	n := 0
 	for n < len(b) {
 		m, err := syscall.Read(fd, b[n:])
@@ -72,6 +73,7 @@ func readRegionFast(dir, name string, left int64) (data []byte, unmap func() err
 			continue
 		}
 		if err != nil {
+			bufs.put(b)
 			return nil, nil, false
 		}
 		if m <= 0 {

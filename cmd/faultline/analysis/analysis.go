@@ -122,13 +122,13 @@ func Analyze(elf *elfsym.File, d *crashdump.Dump, opt Options) (*Report, error) 
 	if err != nil {
 		return nil, err
 	}
-	return analyze(elf, factsOf(elf), d, name, strat.Chain(), opt.MaxFrames)
+	return analyze(elf, factsOf(elf), d, name, strat.Chain(), opt.MaxFrames, nil)
 }
 
 // analyze is Analyze with the strategy's chain already built, so that an
 // Analyzer can share one chain (and the tables its unwinders cache) between
 // many dumps.
-func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, chain []unwinders.Unwinder, maxFrames int) (*Report, error) {
+func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, chain []unwinders.Unwinder, maxFrames int, s *Scratch) (*Report, error) {
 	t, warnings, err := newTarget(elf, facts, d)
 	if err != nil {
 		return nil, err
@@ -188,7 +188,7 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 		r.Warnings = append(r.Warnings, e+": file:line or inlined frames may be missing")
 	}
 	if kernel != nil {
-		threadReports(elf, t, kernel, chain, maxFrames, r)
+		threadReports(elf, t, kernel, chain, maxFrames, r, s)
 	}
 	if elf != nil {
 		r.Heap = walkHeaps(elf, t, r)

@@ -37,5 +37,24 @@ func NewAnalyzer(elf *elfsym.File, opt Options) (*Analyzer, error) {
 
 // Analyze decodes one dump. The report is the one Analyze gives.
 func (a *Analyzer) Analyze(d *crashdump.Dump) (*Report, error) {
-	return analyze(a.elf, a.facts, d, a.name, a.chain, a.maxFrames)
+	return analyze(a.elf, a.facts, d, a.name, a.chain, a.maxFrames, nil)
+}
+
+// AnalyzeScratch is Analyze with memory reused from the previous analysis
+// made with s: the report is the same, but it shares s's memory, so it
+// must not be used once s is given to another analysis (see Scratch).
+func (a *Analyzer) AnalyzeScratch(d *crashdump.Dump, s *Scratch) (*Report, error) {
+	return analyze(a.elf, a.facts, d, a.name, a.chain, a.maxFrames, s)
+}
+
+// Scratch is memory that a sequence of analyses reuses from one dump to
+// the next (a batch's worker): the frames of the RTOS thread walks, their
+// report frames and the thread list, which are most of what an analysis
+// of a many-task dump allocates. A report made with a Scratch holds that
+// memory; the next analysis with the same Scratch overwrites it. The zero
+// value is ready to use; a Scratch is not safe for concurrent use.
+type Scratch struct {
+	frames  []unwinders.Frame
+	jframes []FrameJSON
+	threads []ThreadJSON
 }

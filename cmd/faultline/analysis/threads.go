@@ -195,19 +195,47 @@ func dumpThreads(d *crashdump.Dump, r *Report) *rtos.Kernel {
 
 // threadReports walks every non-current thread and fills r.Threads. It
 // runs after r.Frames is final: the current thread shares them.
-func threadReports(elf *elfsym.File, t *unwinders.Target, k *rtos.Kernel, chain []unwinders.Unwinder, maxFrames int, r *Report) {
+func threadReports(elf *elfsym.File, t *unwinders.Target, k *rtos.Kernel, chain []unwinders.Unwinder, maxFrames int, r *Report, s *Scratch) {
 	if maxFrames <= 0 || maxFrames > maxThreadFrames {
 		maxFrames = maxThreadFrames
 	}
-	r.Threads = make([]ThreadJSON, 0, len(k.Threads))
 	// One allocation holds the frames of every walk (a few each), one the
 	// report frames: each thread gets the unused rest, one that outgrows
 	// it allocates its own, and each result is capped at its length (an
-	// append to it cannot reach the next thread's).
-	slab := make([]unwinders.Frame, 5*len(k.Threads))
-	used := 0
-	jslab := make([]FrameJSON, 5*len(k.Threads))
-	jused := 0
+	// append to it cannot reach the next thread's). With a Scratch they
+	// are the previous dump's, grown to what that dump needed.
+	var (
+		slab    []unwinders.Frame
+		jslab   []FrameJSON
+		threads []ThreadJSON
+	)
+	if s != nil {
+		slab, jslab, threads = s.frames, s.jframes, s.threads[:0]
+	}
+	if len(slab) < 5*len(k.Threads) {
+		slab = make([]unwinders.Frame, 5*len(k.Threads))
+	}
+	if len(jslab) < 5*len(k.Threads) {
+		jslab = make([]FrameJSON, 5*len(k.Threads))
+	}
+	if cap(threads) < len(k.Threads) {
+		threads = make([]ThreadJSON, 0, len(k.Threads))
+	}
+	r.Threads = threads
+	used, jused := 0, 0
+	need, jneed := 0, 0 // what the walks took, in or out of the slabs
+	defer func() {
+		if s == nil {
+			return
+		}
+		s.frames, s.jframes, s.threads = slab, jslab, r.Threads
+		if need > len(slab) {
+			s.frames = make([]unwinders.Frame, need)
+		}
+		if jneed > len(jslab) {
+			s.jframes = make([]FrameJSON, jneed)
+		}
+	}()
 	for _, th := range k.Threads {
 		j := ThreadJSON{
 			Name: th.Name, State: string(th.State), Current: th.Current,
@@ -248,6 +276,7 @@ func threadReports(elf *elfsym.File, t *unwinders.Target, k *rtos.Kernel, chain 
 				tt.ProcessStack = unwinders.Range{Lo: th.Stack.Start, Hi: th.Stack.End}
 			}
 			res := unwinders.Walk(&tt, th.Regs, chain, unwinders.Options{MaxFrames: maxFrames, Frames: slab[used:used:len(slab)]})
+			need += len(res.Frames)
 			if n := len(res.Frames); n > 0 && used < len(slab) && &res.Frames[0] == &slab[used] {
 				used += n
 				res.Frames = res.Frames[:n:n]
@@ -259,6 +288,7 @@ func threadReports(elf *elfsym.File, t *unwinders.Target, k *rtos.Kernel, chain 
 			j.Walk = res
 			var symErrs []string
 			j.Frames, symErrs = symbolizeFramesInto(jslab[jused:jused:len(jslab)], elf, res.Frames)
+			jneed += len(j.Frames)
 			if n := len(j.Frames); n > 0 && jused < len(jslab) && &j.Frames[0] == &jslab[jused] {
 				jused += n
 				j.Frames = j.Frames[:n:n]

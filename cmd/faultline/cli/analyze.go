@@ -202,14 +202,14 @@ func runAnalyze(cmd *cobra.Command, c *commonFlags, raw *rawFlags, bf *batchFlag
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(plan.budget))
 	if raw.regs != "" {
 		// The images and the registers form one dump.
-		jobs = []batchJob{{name: raw.regs, load: func() (*crashdump.Dump, error) { return crashdump.Combine(raw.regs, args, opt) }}}
+		jobs = []batchJob{{name: raw.regs, load: func(*crashdump.Buffers) (*crashdump.Dump, error) { return crashdump.Combine(raw.regs, args, opt) }}}
 	} else if slices.Contains(args, "-") {
 		// The dump on standard input: one dump, no region files (a
 		// native manifest on stdin must hold its memory inline).
 		if len(args) != 1 {
 			return usagef("- (the dump on standard input) must be the only DUMP")
 		}
-		jobs = []batchJob{{name: "<stdin>", load: func() (*crashdump.Dump, error) {
+		jobs = []batchJob{{name: "<stdin>", load: func(*crashdump.Buffers) (*crashdump.Dump, error) {
 			data, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), crashdump.MaxManifestSize+1))
 			if err != nil {
 				return nil, &crashdump.FormatError{File: "<stdin>", Offset: -1, Msg: "cannot read: " + err.Error(), Err: err}
@@ -225,9 +225,9 @@ func runAnalyze(cmd *cobra.Command, c *commonFlags, raw *rawFlags, bf *batchFlag
 		problems = in.problems
 		multi = in.batch || len(args) > 1
 		for _, p := range in.paths {
-			jobs = append(jobs, batchJob{name: p, load: func() (*crashdump.Dump, error) {
+			jobs = append(jobs, batchJob{name: p, load: func(bufs *crashdump.Buffers) (*crashdump.Dump, error) {
 				// The search read the file already: the load decodes those bytes.
-				d, err := crashdump.LoadWith(p, crashdump.LoadOptions{MaxMemory: plan.perDump, Data: in.take(p)})
+				d, err := crashdump.LoadWith(p, crashdump.LoadOptions{MaxMemory: plan.perDump, Data: in.take(p), Buffers: bufs})
 				if err == nil && opt.CPU != "" {
 					d.CPU = opt.CPU
 				}
@@ -327,7 +327,10 @@ func runAnalyze(cmd *cobra.Command, c *commonFlags, raw *rawFlags, bf *batchFlag
 		tick = prog.tick
 	}
 	keepDump := c.format == "html" // the page draws the stack from the dump
-	err = runBatch(an, jobs, plan.jobs, keepDump, tick, func(r batchResult) error {
+	// Every output but the summary and the HTML pages is done with a
+	// report once written: the batch may reuse its memory.
+	reuse := !keepDump && sum == nil
+	err = runBatch(an, jobs, plan.jobs, keepDump, reuse, tick, func(r batchResult) error {
 		defer r.dump.Close()
 		if r.err != nil {
 			failed++

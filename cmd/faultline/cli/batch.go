@@ -33,7 +33,9 @@ const batchWindowPerWorker = 4
 // batchJob loads one input.
 type batchJob struct {
 	name string // the input as given, for messages and the summary
-	load func() (*crashdump.Dump, error)
+	// load loads the dump; bufs (which may be nil) are where it may read
+	// its region files (crashdump.LoadOptions.Buffers).
+	load func(bufs *crashdump.Buffers) (*crashdump.Dump, error)
 }
 
 // batchResult is one input's outcome.
@@ -42,6 +44,23 @@ type batchResult struct {
 	dump   *crashdump.Dump
 	report *analysis.Report
 	err    error
+	// scratch is the memory the result holds (runBatch's reuse), given
+	// back once the result is emitted.
+	scratch *batchScratch
+}
+
+// batchScratch is the memory one dump's load and analysis reuse from an
+// earlier dump's: its region file buffers and the analysis's scratch. A
+// result made with it holds that memory until it has been emitted; only
+// then is the scratch given to another dump.
+type batchScratch struct {
+	bufs crashdump.Buffers
+	an   analysis.Scratch
+}
+
+// scratchAnalyzer is a dumpAnalyzer that can reuse memory across dumps.
+type scratchAnalyzer interface {
+	AnalyzeScratch(d *crashdump.Dump, s *analysis.Scratch) (*analysis.Report, error)
 }
 
 // runBatch analyses the jobs with workers goroutines and calls emit for
@@ -53,7 +72,11 @@ type batchResult struct {
 // Unless keepDump, each dump is closed (its mapped regions released) as
 // soon as it is analysed, so that the results waiting for their turn hold
 // only their reports; emit owns the dumps it is given.
-func runBatch(a dumpAnalyzer, jobs []batchJob, workers int, keepDump bool, done func(), emit func(batchResult) error) error {
+//
+// With reuse (which needs !keepDump), the dumps and analyses of the batch
+// reuse memory (batchScratch): emit must be done with a result's report
+// when it returns, keeping nothing of it.
+func runBatch(a dumpAnalyzer, jobs []batchJob, workers int, keepDump, reuse bool, done func(), emit func(batchResult) error) error {
 	if workers < 1 {
 		workers = 1
 	}
@@ -65,12 +88,17 @@ func runBatch(a dumpAnalyzer, jobs []batchJob, workers int, keepDump bool, done 
 		// megabytes for about a fifth of the CPU time.
 		defer debug.SetGCPercent(debug.SetGCPercent(batchGCPercent))
 	}
+	reuse = reuse && !keepDump
 	if workers == 1 {
 		// One worker: the calling goroutine does the work, in order,
 		// without handing every dump between three goroutines (each
 		// hand-off wakes a thread on another core).
+		var s *batchScratch
+		if reuse {
+			s = new(batchScratch)
+		}
 		for _, j := range jobs {
-			r := analyzeOne(a, j, keepDump)
+			r := analyzeOne(a, j, keepDump, s)
 			if done != nil {
 				done()
 			}
@@ -81,6 +109,9 @@ func runBatch(a dumpAnalyzer, jobs []batchJob, workers int, keepDump bool, done 
 		return nil
 	}
 	window := batchWindowPerWorker * workers
+	// The scratches of the results emitted, for the next dumps: at most
+	// one per result in flight.
+	free := make(chan *batchScratch, window+workers)
 	slots := make([]chan batchResult, len(jobs))
 	for i := range slots {
 		slots[i] = make(chan batchResult, 1)
@@ -94,7 +125,17 @@ func runBatch(a dumpAnalyzer, jobs []batchJob, workers int, keepDump bool, done 
 		go func() {
 			defer wg.Done()
 			for i := range todo {
-				slots[i] <- analyzeOne(a, jobs[i], keepDump)
+				var s *batchScratch
+				if reuse {
+					select {
+					case s = <-free:
+					default:
+						s = new(batchScratch)
+					}
+				}
+				r := analyzeOne(a, jobs[i], keepDump, s)
+				r.scratch = s
+				slots[i] <- r
 				if done != nil {
 					done()
 				}
@@ -123,15 +164,27 @@ func runBatch(a dumpAnalyzer, jobs []batchJob, workers int, keepDump bool, done 
 		if err = emit(r); err != nil {
 			break
 		}
+		if r.scratch != nil {
+			select {
+			case free <- r.scratch:
+			default:
+			}
+		}
 	}
 	close(stop)
 	wg.Wait()
 	return err
 }
 
-func analyzeOne(a dumpAnalyzer, j batchJob, keepDump bool) batchResult {
+// analyzeOne loads and analyses one dump, with the memory of s when it is
+// not nil.
+func analyzeOne(a dumpAnalyzer, j batchJob, keepDump bool, s *batchScratch) batchResult {
 	res := batchResult{job: j}
-	d, err := j.load()
+	var bufs *crashdump.Buffers
+	if s != nil {
+		bufs = &s.bufs
+	}
+	d, err := j.load(bufs)
 	if err != nil {
 		res.err = err
 		return res
@@ -145,7 +198,12 @@ func analyzeOne(a dumpAnalyzer, j batchJob, keepDump bool) batchResult {
 		res.err = err
 		return res
 	}
-	r, err := a.Analyze(d)
+	var r *analysis.Report
+	if sa, ok := a.(scratchAnalyzer); ok && s != nil {
+		r, err = sa.AnalyzeScratch(d, &s.an)
+	} else {
+		r, err = a.Analyze(d)
+	}
 	if err != nil {
 		res.err = err
 		return res

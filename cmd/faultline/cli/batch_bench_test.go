@@ -78,10 +78,10 @@ func BenchmarkBatchStageJSONL(b *testing.B) {
 // BenchmarkBatchStageOne is one dump through analyzeOne, as a worker runs it.
 func BenchmarkBatchStageOne(b *testing.B) {
 	p, an := benchDump(b)
-	job := batchJob{name: p, load: func() (*crashdump.Dump, error) { return crashdump.Load(p) }}
+	job := batchJob{name: p, load: func(*crashdump.Buffers) (*crashdump.Dump, error) { return crashdump.Load(p) }}
 	b.ReportAllocs()
 	for b.Loop() {
-		if r := analyzeOne(an, job, false); r.err != nil {
+		if r := analyzeOne(an, job, false, nil); r.err != nil {
 			b.Fatal(r.err)
 		}
 	}

@@ -160,3 +160,48 @@ func cpuPerOp(b *testing.B) func() {
 		}
 	}
 }
+
+// TestRTOSBatchReuse: the batch reuses memory from dump to dump (region
+// buffers, the thread walks' frames); RTOS dumps that differ (a different
+// kilobyte of RAM zeroed in each, so different tasks lose their TCB or
+// stack) give, with one worker or several, the lines each gives alone.
+func TestRTOSBatchReuse(t *testing.T) {
+	dir := t.TempDir()
+	const n = 20
+	rtosBatchDir(t, dir, n)
+	for i := range n {
+		p := filepath.Join(dir, fmt.Sprintf("d%03d", i), rtosBatchBuild+".ram.bin")
+		ram, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 {
+			off := (i - 1) * 1024 % len(ram)
+			clear(ram[off:min(off+1024, len(ram))])
+		}
+		if err := os.WriteFile(p, ram, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var alone strings.Builder
+	for i := range n {
+		p := filepath.Join(dir, fmt.Sprintf("d%03d", i), rtosBatchBuild+".json")
+		out, errs, code := run(t, "", "analyze", "--elf", rtosBatchELF(), "--format", "jsonl", p)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", p, code, errs)
+		}
+		alone.WriteString(out)
+	}
+	if strings.Count(alone.String(), "\n") != n {
+		t.Fatalf("%d lines for %d dumps", strings.Count(alone.String(), "\n"), n)
+	}
+	for _, jobs := range []string{"1", "3"} {
+		out, errs, code := run(t, "", "analyze", "--elf", rtosBatchELF(), "--format", "jsonl", "-j", jobs, dir)
+		if code != 0 {
+			t.Fatalf("-j %s: exit %d: %s", jobs, code, errs)
+		}
+		if out != alone.String() {
+			t.Errorf("-j %s: the batch's lines differ from each dump's alone", jobs)
+		}
+	}
+}

@@ -1,0 +1,95 @@
+package analysis
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/faultline-dev/faultline/crashdump"
+	"github.com/faultline-dev/faultline/elfsym"
+)
+
+// TestAnalyzeScratchSameReport: analyses that reuse one Scratch, dump
+// after dump (every FreeRTOS fixture, with their different task counts
+// and walk lengths, forwards then backwards so the memory shrinks and
+// grows), give the reports Analyze gives: the same JSON, the same text
+// (which prints the thread walks' frames too).
+func TestAnalyzeScratchSameReport(t *testing.T) {
+	manifests, err := filepath.Glob(filepath.Join(rtosFixtures, "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifests = slices.DeleteFunc(manifests, func(p string) bool { return strings.HasSuffix(p, ".tasks.json") })
+	if len(manifests) < 5 {
+		t.Fatalf("%d fixtures", len(manifests))
+	}
+	type fixture struct {
+		name string
+		an   *Analyzer
+		d    *crashdump.Dump
+	}
+	var fixtures []fixture
+	for _, m := range manifests {
+		name := strings.TrimSuffix(filepath.Base(m), ".json")
+		elfPath := filepath.Join("../../../firmware-samples/rtos-freertos/build", name+".elf")
+		if _, err := os.Stat(elfPath); err != nil {
+			continue
+		}
+		elf, err := elfsym.Open(elfPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer elf.Close()
+		an, err := NewAnalyzer(elf, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := crashdump.Load(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fixtures = append(fixtures, fixture{name, an, d})
+	}
+	render := func(r *Report) (string, string) {
+		j, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var text bytes.Buffer
+		if err := r.WriteText(&text); err != nil {
+			t.Fatal(err)
+		}
+		return string(j), text.String()
+	}
+	order := slices.Clone(fixtures)
+	slices.Reverse(order)
+	order = append(slices.Clone(fixtures), order...)
+	var s Scratch
+	threads := 0
+	for _, f := range order {
+		want, err := f.an.Analyze(f.d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantJSON, wantText := render(want)
+		got, err := f.an.AnalyzeScratch(f.d, &s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotJSON, gotText := render(got)
+		if gotJSON != wantJSON {
+			t.Errorf("%s: JSON differs with a Scratch:\n%s\nwant\n%s", f.name, gotJSON, wantJSON)
+		}
+		if gotText != wantText {
+			t.Errorf("%s: text differs with a Scratch:\n%s\nwant\n%s", f.name, gotText, wantText)
+		}
+		threads += len(got.Threads)
+	}
+	if threads == 0 {
+		t.Fatal("no thread in any fixture")
+	}
+}
