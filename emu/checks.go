@@ -93,6 +93,15 @@ func (m *machine) syncChecks() error {
 	// by one (Tracker.DropSeen: the block hook records each block that
 	// ran meanwhile), not with a full flush of the translation cache,
 	// which in Unicorn 2.0.1 costs 0.2-0.4 s and touches 1 GiB per run.
+	if want.alignTrap || mpuOn {
+		// The allocator's blocks translated without the hook
+		// (pretranslate.go) must check these accesses too.
+		if err := m.dropAllocatorBlocks(); err != nil {
+			return err
+		}
+		m.entryArmed = false
+		t.SetEntryStop(false)
+	}
 	if (want.alignTrap || mpuOn) && !t.MemHook() {
 		if err := t.SetMemHook(true); err != nil {
 			return fmt.Errorf("emu: %w", err)

@@ -307,6 +307,22 @@ func (img *image) funcAt(addr uint32) string {
 	return ""
 }
 
+// funcEnd returns the end of the function whose symbol starts at addr: the
+// largest such symbol's extent, cut at the next function's start. ok is
+// false when no sized function symbol starts there.
+func (img *image) funcEnd(addr uint32) (end uint32, ok bool) {
+	i := sort.Search(len(img.funcs), func(i int) bool { return img.funcs[i].addr >= addr })
+	for ; i < len(img.funcs) && img.funcs[i].addr == addr; i++ {
+		if s := img.funcs[i]; s.size != 0 && s.addr+s.size > end && s.addr+s.size > s.addr {
+			end, ok = s.addr+s.size, true
+		}
+	}
+	if ok && i < len(img.funcs) && img.funcs[i].addr < end {
+		end = img.funcs[i].addr
+	}
+	return end, ok
+}
+
 // funcRanges partitions the code into the functions funcAt names: one
 // range [starts[i], ends[i]) per distinct symbol address, as long as the
 // largest symbol there (to the next function's start for a symbol of size

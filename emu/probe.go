@@ -83,6 +83,8 @@ type ProbeRun struct {
 	m  *machine
 	p  Probe
 	hw *uc.HeapWatch
+	// entries are the hooked allocator entry points (HookFunc).
+	entries []uint32
 	// regs are r0-r3, SP and LR during a Block callback (nil otherwise).
 	regs *uc.HeapRegs
 	// The last Stacks, and what identified them.
@@ -109,14 +111,22 @@ func (m *machine) startProbe() error {
 	}
 	r := &ProbeRun{m: m, p: m.cfg.Probe}
 	m.probe = r
+	if err := r.p.Start(r); err != nil {
+		return err
+	}
 	if !m.tr.MemHook() {
-		// Installed before the first block is translated, the
-		// data-access hook reaches every block.
-		if err := m.tr.SetMemHook(true); err != nil {
+		if len(r.entries) > 0 && r.hw != nil {
+			// Installed at the first allocator entry, after the
+			// allocator's own code is translated without it
+			// (pretranslate.go).
+			m.armAllocatorEntry()
+		} else if err := m.tr.SetMemHook(true); err != nil {
+			// Installed before the first block is translated, the
+			// data-access hook reaches every block.
 			return fmt.Errorf("emu: %w", err)
 		}
 	}
-	return r.p.Start(r)
+	return nil
 }
 
 // Attach creates the probe's watcher with a byte map over [base,
@@ -166,6 +176,7 @@ func (r *ProbeRun) HookFunc(addr uint32, id int, f ProbeFunc) error {
 	if _, ok := r.p.(CallsProbe); !ok {
 		return fmt.Errorf("emu: the probe has no Calls method")
 	}
+	r.entries = append(r.entries, addr&^1)
 	return r.hw.AddFunc(addr, uc.HeapFunc{Op: f.Op, Ptr: f.Ptr, Size: f.Size, Count: f.Count, Header: f.Header, ID: uint32(id)})
 }
 

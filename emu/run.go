@@ -76,6 +76,10 @@ type machine struct {
 	entryFault    *entryFault   // exception entry stacking failed inside a hook
 	threadStacks  threadStacks  // suspended threads' shadow stacks (threads.go)
 	probe         *ProbeRun     // Config.Probe's handle (probe.go)
+	// The heap probe's data-access hook (pretranslate.go).
+	entryArmed          bool // stop before the first allocator entry
+	pretranslated       bool // allocator blocks were translated without the hook
+	pretranslatedBlocks int  // how many
 }
 
 type irqState struct {
@@ -697,6 +701,18 @@ func (m *machine) run(ctx context.Context) (*Result, error) {
 				return nil, err
 			}
 			pc = cur | 1
+			continue
+		}
+		if m.tr.EntryHit() {
+			// The block hook stopped before the first allocator entry
+			// (pretranslate.go); resume at that block.
+			if err := m.allocatorEntry(); err != nil {
+				return nil, err
+			}
+			pc = cur | 1
+			if a, _ := m.tr.Block(); a != 0 {
+				pc = uint64(a) | 1
+			}
 			continue
 		}
 		if m.tr.BudgetHit() {

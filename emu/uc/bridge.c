@@ -46,6 +46,18 @@ uc_err fl_remove_tb(uc_engine *uc, uint64_t begin, uint64_t end) {
 	return UC_ERR_OK;
 }
 
+// fl_request_tb translates the block that starts at addr with the core's
+// current state (Thumb, mode, stack, FP flags), unless a translation for
+// that state exists, without running it (UC_CTL_TB_REQUEST_CACHE), and
+// returns its extent.
+uc_err fl_request_tb(uc_engine *uc, uint64_t addr, uint32_t *size, uint32_t *icount) {
+	uc_tb tb = {0};
+	uc_err err = uc_ctl(uc, UC_CTL_READ_WRITE(UC_CTL_TB_REQUEST_CACHE, 2), addr, &tb);
+	*size = tb.size;
+	*icount = tb.icount;
+	return err;
+}
+
 // Trampolines: Unicorn calls these with the cgo.Handle as user_data.
 
 static void tramp_code(uc_engine *uc, uint64_t addr, uint32_t size, void *ud) {

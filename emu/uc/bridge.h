@@ -11,6 +11,7 @@ uc_err fl_get_cpu_model(uc_engine *uc, int *model);
 uc_err fl_page_size(uc_engine *uc, uint32_t *size);
 uc_err fl_flush_tb(uc_engine *uc);
 uc_err fl_remove_tb(uc_engine *uc, uint64_t begin, uint64_t end);
+uc_err fl_request_tb(uc_engine *uc, uint64_t addr, uint32_t *size, uint32_t *icount);
 
 uc_err fl_hook_code(uc_engine *uc, uc_hook *hh, uint64_t begin, uint64_t end, uintptr_t h);
 uc_err fl_hook_block(uc_engine *uc, uc_hook *hh, uint64_t begin, uint64_t end, uintptr_t h);

@@ -384,6 +384,24 @@ func (e *Engine) FlushTBs() error {
 	return nil
 }
 
+// RequestTB translates the block starting at addr for the core's current
+// state without running it (UC_CTL_TB_REQUEST_CACHE), or finds the one
+// already translated, and returns its size in bytes and instructions. The
+// translation is made with the hooks installed now: a block translated
+// while no data-access hook exists keeps Unicorn's inline fast path for its
+// loads and stores for good. Do not call it from a hook; addr must lie in
+// mapped code with at least a page of mapped memory after it.
+func (e *Engine) RequestTB(addr uint32) (size, insns uint32, err error) {
+	if err := e.check(); err != nil {
+		return 0, 0, err
+	}
+	var sz, n C.uint32_t
+	if err := C.fl_request_tb(e.h, C.uint64_t(addr&^1), &sz, &n); err != C.UC_ERR_OK {
+		return 0, 0, &OpError{Op: "ctl tb_request_cache", Addr: uint64(addr), HasAddr: true, Err: Error(err)}
+	}
+	return uint32(sz), uint32(n), nil
+}
+
 // RemoveTBs asks Unicorn to drop the translated blocks of the code in
 // [begin, end) (UC_CTL_TB_REMOVE_CACHE for every halfword). It is much
 // cheaper than FlushTBs, but after installing a memory hook it was measured

@@ -52,12 +52,13 @@ func (e *Engine) HookDel(h Hook) error                              { return Err
 func (e *Engine) Start(begin, until uint64, timeout time.Duration, count uint64) error {
 	return ErrUnavailable
 }
-func (e *Engine) Stop() error                              { return ErrUnavailable }
-func (e *Engine) FlushTBs() error                          { return ErrUnavailable }
-func (e *Engine) RemoveTBs(begin, end uint64) error        { return ErrUnavailable }
-func (e *Engine) SaveContext(c *Context) (*Context, error) { return nil, ErrUnavailable }
-func (e *Engine) RestoreContext(c *Context) error          { return ErrUnavailable }
-func (c *Context) Free()                                   {}
+func (e *Engine) Stop() error                                           { return ErrUnavailable }
+func (e *Engine) FlushTBs() error                                       { return ErrUnavailable }
+func (e *Engine) RemoveTBs(begin, end uint64) error                     { return ErrUnavailable }
+func (e *Engine) RequestTB(addr uint32) (size, insns uint32, err error) { return 0, 0, ErrUnavailable }
+func (e *Engine) SaveContext(c *Context) (*Context, error)              { return nil, ErrUnavailable }
+func (e *Engine) RestoreContext(c *Context) error                       { return ErrUnavailable }
+func (c *Context) Free()                                                {}
 func (e *Engine) NewTracker(shadow bool, capacity int) (*Tracker, error) {
 	return nil, ErrUnavailable
 }
@@ -68,6 +69,9 @@ func (t *Tracker) SetBudget(n uint64)                          {}
 func (t *Tracker) BudgetHit() bool                             { return false }
 func (t *Tracker) BudgetLeft() uint64                          { return 0 }
 func (t *Tracker) BudgetBlock() uint64                         { return 0 }
+func (t *Tracker) SetEntryStop(on bool)                        {}
+func (t *Tracker) EntryHit() bool                              { return false }
+func (t *Tracker) ClearEntryHit()                              {}
 func (t *Tracker) Block() (addr, size uint32)                  { return 0, 0 }
 func (t *Tracker) SetExactPC(on bool, begin, end uint32) error { return ErrUnavailable }
 func (t *Tracker) SetEventHandler(fn func(addr uint32) bool)   {}

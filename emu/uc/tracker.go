@@ -104,6 +104,23 @@ func (t *Tracker) BudgetLeft() uint64 { return uint64(t.p.budget_left) }
 // the run stopped before.
 func (t *Tracker) BudgetBlock() uint64 { return uint64(t.p.budget_block) }
 
+// SetEntryStop makes the block hook stop the emulation, once, before the
+// first block that enters a hooked allocator function (HeapWatch.AddFunc)
+// while no watched call is in progress. The block is neither run nor
+// counted (like a budget stop); EntryHit reports the stop and Block names
+// the block.
+func (t *Tracker) SetEntryStop(on bool) {
+	t.p.entry_stop = C.int(b2u(on))
+	t.p.entry_hit = 0
+}
+
+// EntryHit reports whether the last stop was the allocator entry stop
+// (SetEntryStop); ClearEntryHit forgets it.
+func (t *Tracker) EntryHit() bool { return t.p.entry_hit != 0 }
+
+// ClearEntryHit forgets an entry stop once the harness has handled it.
+func (t *Tracker) ClearEntryHit() { t.p.entry_hit = 0 }
+
 // Block returns the start address and size of the block that was executing
 // when the emulation stopped. After a data abort Unicorn's PC is stale and
 // equals this address (docs/unicorn.md, trap 2).

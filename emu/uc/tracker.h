@@ -60,6 +60,11 @@ typedef struct fl_tracker {
 	int budget_hit;
 	uint64_t budget_left; // at a budget stop: budget - insns (instructions of the stopped block that fit)
 	uint32_t budget_block; // at a budget stop: the stopped block's instruction count
+	// Stop before the first block that enters a hooked allocator (heap
+	// watch) while no call is in progress, once: the harness translates
+	// the allocator's code then, before installing the data-access hook.
+	int entry_stop;
+	int entry_hit;
 
 	uint32_t cur_addr, cur_size; // the block being executed
 	uint32_t prev_end;           // end address of the previous block
