@@ -49,7 +49,7 @@ func (p *allocProbe) Checkpoint()                   {}
 func (p *allocProbe) Restore(*ProbeRun) error       { return nil }
 func (p *allocProbe) Calls(_ *ProbeRun, calls []ProbeCall) {
 	for _, c := range calls {
-		if c.Return {
+		if c.Kind == uc.HeapReturn {
 			p.returns++
 		} else {
 			p.entries++
