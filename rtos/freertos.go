@@ -304,7 +304,10 @@ func discoverFreeRTOS(in Input) (*Kernel, error) {
 		return k, nil
 	}
 	sl := r.stateLists()
-	k.Threads = make([]Thread, 0, len(tcbs))
+	k.Threads = in.Threads[:0]
+	if cap(k.Threads) < len(tcbs) {
+		k.Threads = make([]Thread, 0, len(tcbs))
+	}
 	for _, t := range tcbs {
 		th := r.task(t, t == cur, sl)
 		if th.Current && th.Err != nil {

@@ -81,6 +81,10 @@ type Input struct {
 	// Layouts, when not nil, caches the struct layouts across the dumps
 	// of one ELF (NewLayouts).
 	Layouts *Layouts
+	// Threads, when its capacity is enough, is the memory Kernel.Threads
+	// is built in (a batch reuses the previous dump's list, which it must
+	// no longer use).
+	Threads []Thread
 }
 
 // Discover finds the kernel the firmware runs and its threads. It tries

@@ -106,9 +106,10 @@ type bitDef struct {
 }
 
 // cfsrBits is the CFSR bit table in bit order. The *VALID texts are
-// completed with the address by the decoder.
-func cfsrBits() []bitDef {
-	return []bitDef{
+// completed with the address by the decoder. (An array: every analysis
+// decodes the fault, and a slice literal would be allocated each time.)
+func cfsrBits() [20]bitDef {
+	return [...]bitDef{
 		{IACCVIOL, "IACCVIOL", "instruction access violation: execution from a region the MPU or the memory map forbids (execute-never)", false},
 		{DACCVIOL, "DACCVIOL", "data access violation: a load or store to an address the MPU does not permit", false},
 		{MUNSTKERR, "MUNSTKERR", "MemManage fault while unstacking the exception frame on exception return", false},

@@ -262,9 +262,9 @@ func (d *decoder) groups() []group {
 	}
 	if d.hasCFSR {
 		bits := cfsrBits() // one table for the three groups
-		add("MemManage", 4, "CFSR", d.cfsr, mmfsrMask, bits, MEMFAULTENA, MEMFAULTACT)
-		add("BusFault", 5, "CFSR", d.cfsr, bfsrMask, bits, BUSFAULTENA, BUSFAULTACT)
-		add("UsageFault", 6, "CFSR", d.cfsr, d.ufsrMask(), bits, USGFAULTENA, USGFAULTACT)
+		add("MemManage", 4, "CFSR", d.cfsr, mmfsrMask, bits[:], MEMFAULTENA, MEMFAULTACT)
+		add("BusFault", 5, "CFSR", d.cfsr, bfsrMask, bits[:], BUSFAULTENA, BUSFAULTACT)
+		add("UsageFault", 6, "CFSR", d.cfsr, d.ufsrMask(), bits[:], USGFAULTENA, USGFAULTACT)
 	}
 	if d.hasSFSR {
 		add("SecureFault", 7, "SFSR", d.sfsr, sfsrMask, sfsrBits(), SECUREFAULTENA, SECUREFAULTACT)

@@ -103,14 +103,35 @@ type FrameJSON struct {
 // Hex formats an address the way every faultline JSON does.
 // (fmt-free: a report formats several per frame.)
 func Hex(v uint32) string {
-	const digits = "0123456789abcdef"
-	b := [10]byte{'0', 'x'}
-	for i := 9; i >= 2; i-- {
-		b[i] = digits[v&0xf]
-		v >>= 4
-	}
-	return string(b[:])
+	var b [hexLen]byte
+	return string(appendHex(b[:0], v))
 }
+
+// hexLen is the length of a Hex string.
+const hexLen = 10
+
+// appendHex appends Hex(v).
+func appendHex(b []byte, v uint32) []byte {
+	const digits = "0123456789abcdef"
+	return append(b, '0', 'x',
+		digits[v>>28], digits[v>>24&0xf], digits[v>>20&0xf], digits[v>>16&0xf],
+		digits[v>>12&0xf], digits[v>>8&0xf], digits[v>>4&0xf], digits[v&0xf])
+}
+
+// hexes formats many addresses with one allocation: Hex of each value,
+// concatenated; the k-th is hexAt(s, k). (A report formats several per
+// frame of every thread: one string each was most of its allocations.)
+func hexes(vals []uint32) string {
+	var buf [32 * hexLen]byte
+	b := buf[:0]
+	for _, v := range vals {
+		b = appendHex(b, v)
+	}
+	return string(b)
+}
+
+// hexAt is the k-th address of a hexes string.
+func hexAt(s string, k int) string { return s[k*hexLen : (k+1)*hexLen] }
 
 // Analyze decodes one dump against one ELF.
 func Analyze(elf *elfsym.File, d *crashdump.Dump, opt Options) (*Report, error) {
@@ -142,7 +163,7 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 		r.ELF = filepath.Base(elf.Name())
 		r.ELFInfo = &ELFJSON{Path: elf.Name(), BuildID: facts.buildID, CPU: facts.cpu}
 	}
-	kernel := discoverThreads(elf, facts.layouts, t, d.Regs, r)
+	kernel := discoverThreads(elf, facts.layouts, t, d.Regs, r, s)
 	if kernel == nil {
 		kernel = dumpThreads(d, r)
 	}

@@ -3,6 +3,7 @@ package analysis
 import (
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
+	"github.com/faultline-dev/faultline/rtos"
 	"github.com/faultline-dev/faultline/unwinders"
 )
 
@@ -54,7 +55,8 @@ func (a *Analyzer) AnalyzeScratch(d *crashdump.Dump, s *Scratch) (*Report, error
 // memory; the next analysis with the same Scratch overwrites it. The zero
 // value is ready to use; a Scratch is not safe for concurrent use.
 type Scratch struct {
-	frames  []unwinders.Frame
-	jframes []FrameJSON
-	threads []ThreadJSON
+	frames   []unwinders.Frame
+	jframes  []FrameJSON
+	threads  []ThreadJSON
+	kthreads []rtos.Thread // the kernel's thread list (rtos.Input.Threads)
 }

@@ -3,6 +3,7 @@ package analysis
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -91,5 +92,27 @@ func TestAnalyzeScratchSameReport(t *testing.T) {
 	}
 	if threads == 0 {
 		t.Fatal("no thread in any fixture")
+	}
+}
+
+// TestHexes: the one-allocation formatting of many addresses gives each
+// what Hex and fmt give.
+func TestHexes(t *testing.T) {
+	vals := []uint32{0, 1, 0x8000_0000, 0xffff_ffff, 0x2000_17d8, 0xdead_beef}
+	for i := range 40 { // past the stack buffers
+		vals = append(vals, uint32(i)*0x0101_0101)
+	}
+	s := hexes(vals)
+	for k, v := range vals {
+		want := fmt.Sprintf("0x%08x", v)
+		if got := hexAt(s, k); got != want {
+			t.Errorf("hexAt(%d) = %q, want %q", k, got, want)
+		}
+		if got := Hex(v); got != want {
+			t.Errorf("Hex(%#x) = %q, want %q", v, got, want)
+		}
+	}
+	if hexes(nil) != "" {
+		t.Error("hexes(nil) not empty")
 	}
 }

@@ -32,7 +32,19 @@ func symbolizeFramesInto(out []FrameJSON, elf *elfsym.File, frames []unwinders.F
 	if cap(out) == 0 {
 		out = make([]FrameJSON, 0, len(frames))
 	}
+	// Every address the frames show, formatted at once: PC, SP and
+	// EXC_RETURN of frame i are hexAt(hex, 3i), 3i+1, 3i+2.
+	var valBuf [3 * 16]uint32
+	vals := valBuf[:0]
 	for _, f := range frames {
+		var exc uint32
+		if f.Exception != nil {
+			exc = uint32(f.Exception.ExcReturn)
+		}
+		vals = append(vals, f.PC, f.SP, exc)
+	}
+	hex := hexes(vals)
+	for fi, f := range frames {
 		base := FrameJSON{
 			Kind:       f.Kind.String(),
 			Method:     f.Method,
@@ -41,9 +53,9 @@ func symbolizeFramesInto(out []FrameJSON, elf *elfsym.File, frames []unwinders.F
 		}
 		if f.Kind == unwinders.KindException {
 			ef := f.Exception
-			base.SP = Hex(f.SP)
+			base.SP = hexAt(hex, 3*fi+1)
 			if ef != nil {
-				base.ExcReturn = Hex(uint32(ef.ExcReturn))
+				base.ExcReturn = hexAt(hex, 3*fi+2)
 				base.Stack = ef.Stack
 				base.Note = exceptionNote(ef, f.Note)
 			}
@@ -55,8 +67,8 @@ func symbolizeFramesInto(out []FrameJSON, elf *elfsym.File, frames []unwinders.F
 			out = append(out, base)
 			continue
 		}
-		base.PC = Hex(f.PC)
-		base.SP = Hex(f.SP)
+		base.PC = hexAt(hex, 3*fi)
+		base.SP = hexAt(hex, 3*fi+1)
 		if elf == nil {
 			out = append(out, base)
 			continue

@@ -141,11 +141,20 @@ func cutWalk(elf *elfsym.File, kind string, res *unwinders.Result) bool {
 // discoverThreads finds the RTOS threads of the dump, before the crash's
 // own walk: the current thread's stack then bounds that walk (a stack scan
 // must not wander into another task's stack).
-func discoverThreads(elf *elfsym.File, layouts *rtos.Layouts, t *unwinders.Target, regs unwinders.Registers, r *Report) *rtos.Kernel {
+func discoverThreads(elf *elfsym.File, layouts *rtos.Layouts, t *unwinders.Target, regs unwinders.Registers, r *Report, s *Scratch) *rtos.Kernel {
 	if elf == nil {
 		return nil
 	}
-	k, err := rtos.Discover(rtos.Input{ELF: elf, Mem: t.Mem, Regs: regs, Layouts: layouts})
+	in := rtos.Input{ELF: elf, Mem: t.Mem, Regs: regs, Layouts: layouts}
+	if s != nil {
+		// The report copies each thread (ThreadJSON.Raw): the list itself
+		// is not kept, and the next dump may build its own in it.
+		in.Threads = s.kthreads
+	}
+	k, err := rtos.Discover(in)
+	if s != nil && k != nil && cap(k.Threads) > cap(s.kthreads) {
+		s.kthreads = k.Threads[:0]
+	}
 	if err != nil {
 		r.Warnings = append(r.Warnings, err.Error())
 		return nil
@@ -222,6 +231,14 @@ func threadReports(elf *elfsym.File, t *unwinders.Target, k *rtos.Kernel, chain 
 		threads = make([]ThreadJSON, 0, len(k.Threads))
 	}
 	r.Threads = threads
+	// The threads' addresses, formatted at once: ID, stack start, end
+	// and SP of thread i are hexAt(hex, 4i) .. 4i+3.
+	var valBuf [4 * 32]uint32
+	vals := valBuf[:0]
+	for _, th := range k.Threads {
+		vals = append(vals, th.ID, th.Stack.Start, th.Stack.End, th.Stack.SP)
+	}
+	hex := hexes(vals)
 	used, jused := 0, 0
 	need, jneed := 0, 0 // what the walks took, in or out of the slabs
 	defer func() {
@@ -236,10 +253,10 @@ func threadReports(elf *elfsym.File, t *unwinders.Target, k *rtos.Kernel, chain 
 			s.jframes = make([]FrameJSON, jneed)
 		}
 	}()
-	for _, th := range k.Threads {
+	for ti, th := range k.Threads {
 		j := ThreadJSON{
 			Name: th.Name, State: string(th.State), Current: th.Current,
-			ID: Hex(th.ID), WaitingOn: th.WaitingOn, Diagnosis: th.Diagnosis, Raw: th,
+			ID: hexAt(hex, 4*ti), WaitingOn: th.WaitingOn, Diagnosis: th.Diagnosis, Raw: th,
 			Stack: StackJSON{HighWaterBytes: th.Stack.HighWaterBytes, Overflow: th.Stack.Overflow},
 		}
 		if th.Priority != rtos.PriorityUnknown {
@@ -251,13 +268,13 @@ func threadReports(elf *elfsym.File, t *unwinders.Target, k *rtos.Kernel, chain 
 			}
 		}
 		if th.Stack.Start != 0 {
-			j.Stack.Start = Hex(th.Stack.Start)
+			j.Stack.Start = hexAt(hex, 4*ti+1)
 		}
 		if th.Stack.End != 0 {
-			j.Stack.End = Hex(th.Stack.End)
+			j.Stack.End = hexAt(hex, 4*ti+2)
 		}
 		if th.Stack.SP != 0 {
-			j.Stack.SP = Hex(th.Stack.SP)
+			j.Stack.SP = hexAt(hex, 4*ti+3)
 		}
 		if th.Err != nil {
 			j.Error = th.Err.Error()

@@ -162,6 +162,32 @@ func BenchmarkRTOSAnalyze(b *testing.B) {
 	}
 }
 
+// BenchmarkRTOSAnalyzeScratch is BenchmarkRTOSAnalyze as a batch's worker
+// runs it: the gcc-m4f-O2 dump of the RTOS batch, each analysis reusing
+// the previous one's memory (Scratch).
+func BenchmarkRTOSAnalyzeScratch(b *testing.B) {
+	elf, err := elfsym.Open("../../../firmware-samples/rtos-freertos/build/gcc-m4f-O2.elf")
+	if err != nil {
+		b.Fatal(err)
+	}
+	d, err := crashdump.Load(filepath.Join(rtosFixtures, "gcc-m4f-O2.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	a, err := NewAnalyzer(elf, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var s Scratch
+	b.ReportAllocs()
+	for b.Loop() {
+		r, err := a.AnalyzeScratch(d, &s)
+		if err != nil || len(r.Threads) != 13 {
+			b.Fatal(err)
+		}
+	}
+}
+
 // The crashing thread's name joins the bucket signature (and its key), so
 // the same fault in two tasks is two buckets; without an RTOS the key is
 // unchanged.
