@@ -46,7 +46,7 @@ type Report struct {
 // callbacks met (a watch they could not install).
 func (t *Tracker) Report() (*Report, error) {
 	s := &t.st
-	r := &Report{Allocator: t.Allocator(), LiveBytes: s.liveBytes, LiveBlocks: len(s.live),
+	r := &Report{Allocator: t.Allocator(), LiveBytes: s.liveBytes, LiveBlocks: s.nlive,
 		PeakBytes: s.peakBytes, PeakInsn: s.peakInsn,
 		Allocs: s.allocs, Frees: s.frees, Errors: append([]Error(nil), s.errors...), ErrorsDropped: s.dropped}
 	if s.peakOK {
@@ -58,8 +58,10 @@ func (t *Tracker) Report() (*Report, error) {
 	sort.Strings(r.Hooked)
 	bySite := map[string]*Site{}
 	var keys []string
-	for _, b := range s.live {
-		r.Live = append(r.Live, t.block(b))
+	for i := range s.slots {
+		if s.slots[i].state == slotLive {
+			r.Live = append(r.Live, t.block(s.slots[i].b))
+		}
 	}
 	sort.Slice(r.Live, func(i, j int) bool { return r.Live[i].Addr < r.Live[j].Addr })
 	for _, b := range r.Live {

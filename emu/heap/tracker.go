@@ -3,6 +3,7 @@ package heap
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -87,17 +88,39 @@ type call struct {
 	hasOld bool
 }
 
-// fifoEnt is a freed block's place in the order they were freed: entry
-// seq of its address (stale once the address is forgotten or freed anew
-// after it was dropped).
+// A slot holds the block at an address: live, or freed and remembered
+// (maxFreed of them). A block freed keeps its slot, and an allocation at
+// the address of a remembered freed block takes it over: an
+// allocation-heavy loop costs one map lookup per call.
+type slot struct {
+	state uint8 // slotSpare, slotLive, slotFreed
+	b     rec
+	// Freed: who freed it, and its place in the order of frees.
+	by        int32
+	freeStack []uint32
+	freedInsn uint64
+	seq       uint64
+}
+
+const (
+	slotSpare = iota
+	slotLive
+	slotFreed
+)
+
+// fifoEnt is the place of a freed block in the order of frees: slot i
+// while it still holds the block freed as seq.
 type fifoEnt struct {
-	addr uint32
-	seq  uint64
+	i   int32
+	seq uint64
 }
 
 type state struct {
-	live  map[uint32]rec
-	freed map[uint32]freedRec
+	slots  []slot
+	byAddr map[uint32]int32 // the slot of each live or remembered freed block
+	spare  []int32          // spare slots
+	nlive  int
+	nfreed int
 	// fifo orders the freed blocks, oldest first; entries whose block was
 	// forgotten since are skipped (and dropped when they pile up).
 	fifo      []fifoEnt
@@ -117,8 +140,9 @@ type state struct {
 
 func (s *state) clone() state {
 	c := *s
-	c.live = maps.Clone(s.live)
-	c.freed = maps.Clone(s.freed)
+	c.slots = slices.Clone(s.slots)
+	c.byAddr = maps.Clone(s.byAddr)
+	c.spare = slices.Clone(s.spare)
 	c.fifo = nil
 	for _, e := range s.fifo {
 		if s.current(e) {
@@ -133,8 +157,51 @@ func (s *state) clone() state {
 
 // current says whether e is the place of a remembered freed block.
 func (s *state) current(e fifoEnt) bool {
-	f, ok := s.freed[e.addr]
-	return ok && f.seq == e.seq
+	sl := &s.slots[e.i]
+	return sl.state == slotFreed && sl.seq == e.seq
+}
+
+// drop makes the slot of the block at addr spare.
+func (s *state) drop(addr uint32) {
+	i, ok := s.byAddr[addr]
+	if !ok {
+		return
+	}
+	if s.slots[i].state == slotFreed {
+		s.nfreed--
+	}
+	s.slots[i] = slot{}
+	delete(s.byAddr, addr)
+	s.spare = append(s.spare, i)
+}
+
+// setLive makes b the live block at its address, in the slot of the
+// block there (forgotten if freed) or a new one. It says whether a live
+// block was there.
+func (s *state) setLive(b rec) (old rec, wasLive bool) {
+	i, ok := s.byAddr[b.addr]
+	if !ok {
+		if n := len(s.spare); n > 0 {
+			i = s.spare[n-1]
+			s.spare = s.spare[:n-1]
+		} else {
+			i = int32(len(s.slots))
+			s.slots = append(s.slots, slot{})
+		}
+		s.byAddr[b.addr] = i
+	}
+	sl := &s.slots[i]
+	switch sl.state {
+	case slotLive:
+		old, wasLive = sl.b, true
+	case slotFreed:
+		s.nfreed--
+	}
+	if !wasLive {
+		s.nlive++
+	}
+	*sl = slot{state: slotLive, b: b}
+	return old, wasLive
 }
 
 // Tracker is the emu.Probe of faultline heap.
@@ -166,7 +233,7 @@ func New(opt Options) *Tracker {
 		opt.MaxErrors = 1000
 	}
 	return &Tracker{opt: opt, byAddr: make(map[uint32]Func),
-		st: state{live: map[uint32]rec{}, freed: map[uint32]freedRec{}, seen: map[string]bool{}}}
+		st: state{byAddr: map[uint32]int32{}, seen: map[string]bool{}}}
 }
 
 // Start implements emu.Probe: it finds the entry points in the image,
@@ -250,7 +317,7 @@ func (t *Tracker) Calls(r *emu.ProbeRun, calls []emu.ProbeCall) {
 		pc := &calls[i]
 		if pc.Kind == uc.HeapReturn {
 			if len(t.st.pending) > 0 {
-				c := t.st.pending[0]
+				c := &t.st.pending[0]
 				t.st.pending = t.st.pending[:0]
 				t.returned(c, pc.Ptr)
 			}
@@ -259,7 +326,10 @@ func (t *Tracker) Calls(r *emu.ProbeRun, calls []emu.ProbeCall) {
 		if int(pc.Func) >= len(t.hooked) {
 			continue
 		}
-		c := call{id: int32(pc.Func), ret: pc.Ret, sp: pc.SP, insn: pc.Insn, ptr: pc.Ptr, size: pc.Size}
+		// The call is made in place, as the pending one.
+		t.st.pending = append(t.st.pending[:0], call{})
+		c := &t.st.pending[0]
+		c.id, c.ret, c.sp, c.insn, c.ptr, c.size = int32(pc.Func), pc.Ret, pc.SP, pc.Insn, pc.Ptr, pc.Size
 		c.stack = t.callerStack(r, pc.Stack)
 		switch t.hooked[c.id].Op {
 		case OpFree:
@@ -269,7 +339,6 @@ func (t *Tracker) Calls(r *emu.ProbeRun, calls []emu.ProbeCall) {
 				c.old, c.hasOld = t.release(c, "realloc")
 			}
 		}
-		t.st.pending = append(t.st.pending[:0], c)
 	}
 }
 
@@ -317,7 +386,7 @@ func accessStack(fr []emu.TruthFrame) Stack {
 }
 
 // free handles a free at its entry.
-func (t *Tracker) free(c call) {
+func (t *Tracker) free(c *call) {
 	if c.ptr == 0 {
 		return
 	}
@@ -334,77 +403,70 @@ func (t *Tracker) block(b rec) *Block {
 
 // release removes the live block at c.ptr (a free, or the old block of a
 // realloc) and returns it; a pointer that is not a live block is an error.
-func (t *Tracker) release(c call, what string) (rec, bool) {
-	b, ok := t.st.live[c.ptr]
-	if !ok {
+func (t *Tracker) release(c *call, what string) (rec, bool) {
+	i, ok := t.st.byAddr[c.ptr]
+	var sl *slot
+	if ok {
+		sl = &t.st.slots[i]
+	}
+	if sl == nil || sl.state != slotLive {
 		name := t.via(c.id)
-		if fr, ok := t.st.freed[c.ptr]; ok {
-			t.report(Error{Kind: DoubleFree, Addr: c.ptr, Via: name, Stack: Stack{PCs: c.stack}, Insn: c.insn, Block: t.freedBlock(fr),
-				Detail: fmt.Sprintf("%s of %#08x, a block of %d bytes already freed", name, c.ptr, fr.b.size)})
+		if sl != nil {
+			t.report(Error{Kind: DoubleFree, Addr: c.ptr, Via: name, Stack: Stack{PCs: c.stack}, Insn: c.insn, Block: t.freedBlock(sl),
+				Detail: fmt.Sprintf("%s of %#08x, a block of %d bytes already freed", name, c.ptr, sl.b.size)})
 		} else {
 			t.report(Error{Kind: InvalidFree, Addr: c.ptr, Via: name, Stack: Stack{PCs: c.stack}, Insn: c.insn, Block: t.containing(c.ptr),
 				Detail: fmt.Sprintf("%s of %#08x, which was never returned by the allocator", name, c.ptr)})
 		}
 		return rec{}, false
 	}
-	delete(t.st.live, c.ptr)
+	b := sl.b
+	t.st.nlive--
 	t.st.liveBytes -= uint64(b.size)
 	t.st.frees++
-	t.remember(freedRec{b: b, by: c.id, stack: c.stack, insn: c.insn})
+	t.remember(c, i)
 	return b, true
 }
 
-// freedRec is a freed block: the block as it was allocated, who freed it,
-// and its place in the order of frees (state.fifo).
-type freedRec struct {
-	b     rec
-	by    int32
-	stack []uint32
-	insn  uint64
-	seq   uint64
-}
-
-// freedBlock returns the freed block with its Freed fields.
-func (t *Tracker) freedBlock(f freedRec) *Block {
-	fb := t.block(f.b)
-	fb.FreedBy, fb.Free, fb.FreedInsn = t.via(f.by), Stack{PCs: f.stack}, f.insn
+// freedBlock returns the freed block of sl with its Freed fields.
+func (t *Tracker) freedBlock(sl *slot) *Block {
+	fb := t.block(sl.b)
+	fb.FreedBy, fb.Free, fb.FreedInsn = t.via(sl.by), Stack{PCs: sl.freeStack}, sl.freedInsn
 	return fb
 }
 
 // containing returns the live block holding addr (a pointer into the
 // middle of a block), or nil.
 func (t *Tracker) containing(addr uint32) *Block {
-	for _, b := range t.st.live {
-		if addr >= b.addr && addr-b.addr < b.size {
-			return t.block(b)
+	for i := range t.st.slots {
+		sl := &t.st.slots[i]
+		if sl.state == slotLive && addr >= sl.b.addr && addr-sl.b.addr < sl.b.size {
+			return t.block(sl.b)
 		}
 	}
 	return nil
 }
 
-// remember adds a freed block, dropping the oldest beyond maxFreed; a
-// block freed again at a remembered address keeps its place.
-func (t *Tracker) remember(f freedRec) {
+// remember turns the live block in slot i, just released by c, into a
+// freed block, dropping the oldest beyond maxFreed.
+func (t *Tracker) remember(c *call, i int32) {
 	s := &t.st
-	if len(s.freed) >= maxFreed {
+	if s.nfreed >= maxFreed {
 		for len(s.fifo) > 0 {
 			e := s.fifo[0]
 			s.fifo = s.fifo[1:]
 			if s.current(e) {
-				delete(s.freed, e.addr)
+				s.drop(s.slots[e.i].b.addr)
 				break
 			}
 		}
 	}
-	if old, ok := s.freed[f.b.addr]; ok {
-		f.seq = old.seq
-	} else {
-		s.seq++
-		f.seq = s.seq
-		s.fifo = append(s.fifo, fifoEnt{addr: f.b.addr, seq: f.seq})
-	}
-	s.freed[f.b.addr] = f
-	if len(s.fifo) > 2*len(s.freed)+64 {
+	sl := &s.slots[i]
+	s.seq++
+	sl.state, sl.by, sl.freeStack, sl.freedInsn, sl.seq = slotFreed, c.id, c.stack, c.insn, s.seq
+	s.nfreed++
+	s.fifo = append(s.fifo, fifoEnt{i: i, seq: s.seq})
+	if len(s.fifo) > 2*s.nfreed+64 {
 		// Forgotten blocks piled up: keep the current entries only.
 		k := 0
 		for _, e := range s.fifo {
@@ -417,9 +479,6 @@ func (t *Tracker) remember(f freedRec) {
 	}
 }
 
-// forget drops a freed block (its address is allocated again).
-func (t *Tracker) forget(addr uint32) { delete(t.st.freed, addr) }
-
 // pad is the number of bytes from a block's requested end to the next
 // multiple of 8 (the alignment of newlib's and heap_4's blocks).
 func pad(addr, size uint32) uint32 {
@@ -428,7 +487,7 @@ func pad(addr, size uint32) uint32 {
 }
 
 // returned handles an allocator call's return (p is r0, its result).
-func (t *Tracker) returned(c call, p uint32) {
+func (t *Tracker) returned(c *call, p uint32) {
 	op := t.hooked[c.id].Op
 	if op == OpFree {
 		return
@@ -444,15 +503,13 @@ func (t *Tracker) returned(c call, p uint32) {
 		return
 	}
 	b := rec{addr: p, size: c.size, fn: c.id, insn: c.insn, stack: c.stack}
-	if old, ok := t.st.live[p]; ok {
+	if old, ok := t.st.setLive(b); ok {
 		// The allocator returned a block it considers allocated: its
 		// bookkeeping is broken (or the hooks missed a free).
 		t.st.liveBytes -= uint64(old.size)
 	} else {
 		t.st.allocs++
 	}
-	t.forget(p)
-	t.st.live[p] = b
 	t.st.liveBytes += uint64(b.size)
 	if t.st.liveBytes > t.st.peakBytes {
 		t.st.peakBytes, t.st.peakInsn, t.st.peak, t.st.peakOK = t.st.liveBytes, c.insn, b, true
@@ -460,8 +517,7 @@ func (t *Tracker) returned(c call, p uint32) {
 }
 
 func (t *Tracker) restoreOld(old rec) {
-	t.forget(old.addr)
-	t.st.live[old.addr] = old
+	t.st.setLive(old)
 	t.st.liveBytes += uint64(old.size)
 	t.st.frees--
 }
@@ -515,17 +571,17 @@ func (t *Tracker) Access(r *emu.ProbeRun, a emu.ProbeAccess) {
 }
 
 func (t *Tracker) freedAt(addr uint32) *Block {
-	var best freedRec
-	found := false
-	for _, f := range t.st.freed {
-		b := f.b
-		if addr >= b.addr && addr-b.addr < b.size+pad(b.addr, b.size) {
-			if !found || f.insn > best.insn {
-				best, found = f, true
+	var best *slot
+	for i := range t.st.slots {
+		sl := &t.st.slots[i]
+		b := sl.b
+		if sl.state == slotFreed && addr >= b.addr && addr-b.addr < b.size+pad(b.addr, b.size) {
+			if best == nil || sl.freedInsn > best.freedInsn {
+				best = sl
 			}
 		}
 	}
-	if !found {
+	if best == nil {
 		return nil
 	}
 	return t.freedBlock(best)
@@ -533,17 +589,17 @@ func (t *Tracker) freedAt(addr uint32) *Block {
 
 // below returns the live block that ends nearest below addr.
 func (t *Tracker) below(addr uint32) *Block {
-	var best rec
-	found := false
-	for _, b := range t.st.live {
-		if b.addr <= addr && (!found || b.addr > best.addr) {
-			best, found = b, true
+	var best *rec
+	for i := range t.st.slots {
+		sl := &t.st.slots[i]
+		if sl.state == slotLive && sl.b.addr <= addr && (best == nil || sl.b.addr > best.addr) {
+			best = &sl.b
 		}
 	}
-	if !found {
+	if best == nil {
 		return nil
 	}
-	return t.block(best)
+	return t.block(*best)
 }
 
 func (t *Tracker) report(e Error) {
@@ -593,9 +649,11 @@ func (t *Tracker) Restore(r *emu.ProbeRun) error {
 		}
 		r.SetPending(p)
 	}
-	live := make([]emu.ProbeBlock, 0, len(t.st.live))
-	for _, b := range t.st.live {
-		live = append(live, emu.ProbeBlock{Addr: b.addr, Size: b.size, Header: t.hooked[b.fn].Header})
+	live := make([]emu.ProbeBlock, 0, t.st.nlive)
+	for i := range t.st.slots {
+		if b := t.st.slots[i].b; t.st.slots[i].state == slotLive {
+			live = append(live, emu.ProbeBlock{Addr: b.addr, Size: b.size, Header: t.hooked[b.fn].Header})
+		}
 	}
 	if err := r.SetLive(live); err != nil {
 		return err
@@ -605,18 +663,21 @@ func (t *Tracker) Restore(r *emu.ProbeRun) error {
 		if !t.st.current(e) {
 			continue
 		}
-		b := t.st.freed[e.addr].b
+		b := t.st.slots[e.i].b
 		if h := t.hooked[b.fn].Header; h > 0 && b.addr >= h {
 			r.Mark(b.addr-h, h, uc.HeapHeader, false)
 		}
 		r.Mark(b.addr, b.size+pad(b.addr, b.size), uc.HeapFreed, false)
 	}
 	// Live bytes first, then the soft marks around them.
-	for _, b := range t.st.live {
-		r.Mark(b.addr, b.size, uc.HeapLive, false)
+	for _, b := range live {
+		r.Mark(b.Addr, b.Size, uc.HeapLive, false)
 	}
-	for _, b := range t.st.live {
-		markLive(r, b, t.hooked[b.fn].Header)
+	for i := range t.st.slots {
+		if t.st.slots[i].state == slotLive {
+			b := t.st.slots[i].b
+			markLive(r, b, t.hooked[b.fn].Header)
+		}
 	}
 	return nil
 }

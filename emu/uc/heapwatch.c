@@ -418,33 +418,47 @@ static void room(fl_heapwatch *w) {
 	drain(w);
 }
 
-// The registers entry needs, read in one call: a uc_reg_read per register
-// cost more than the rest of the entry's work.
-enum { E_R0, E_R1, E_R2, E_R3, E_SP, E_LR, E_IPSR, E_CONTROL, E_N };
+// The registers entry needs, read in one call (a uc_reg_read per register
+// cost more than the rest of the entry's work): SP, LR, IPSR, CONTROL and
+// the operands of f (ptr, size, count; 0 when not in r0-r3).
+enum { E_SP, E_LR, E_IPSR, E_CONTROL, E_N };
 
-static void entry_regs(const fl_tracker *t, uint32_t v[E_N]) {
-	static int ids[E_N] = {UC_ARM_REG_R0, UC_ARM_REG_R1, UC_ARM_REG_R2,   UC_ARM_REG_R3,
-	                       UC_ARM_REG_SP, UC_ARM_REG_LR, UC_ARM_REG_IPSR, UC_ARM_REG_CONTROL};
-	void *p[E_N];
-	for (int i = 0; i < E_N; i++) {
-		v[i] = 0;
-		p[i] = &v[i];
+static void entry_regs(const fl_tracker *t, const fl_hw_func *f, uint32_t v[E_N], uint32_t op[3]) {
+	int ids[E_N + 3] = {UC_ARM_REG_SP, UC_ARM_REG_LR, UC_ARM_REG_IPSR, UC_ARM_REG_CONTROL};
+	uint32_t r[E_N + 3] = {0};
+	void *p[E_N + 3];
+	const int32_t reg[3] = {f->ptr, f->size, f->count};
+	int at[3];
+	int n = E_N;
+	for (int i = 0; i < 3; i++) {
+		at[i] = -1;
+		if (reg[i] >= 0 && reg[i] <= 3) {
+			at[i] = n;
+			ids[n++] = UC_ARM_REG_R0 + reg[i];
+		}
 	}
-	uc_reg_read_batch(t->uc, ids, p, E_N);
+	for (int i = 0; i < n; i++) {
+		p[i] = &r[i];
+	}
+	uc_reg_read_batch(t->uc, ids, p, n);
+	for (int i = 0; i < E_N; i++) {
+		v[i] = r[i];
+	}
+	for (int i = 0; i < 3; i++) {
+		op[i] = at[i] >= 0 ? r[at[i]] : 0;
+	}
 }
-
-static uint32_t arg(const uint32_t v[E_N], int32_t n) { return n >= 0 && n <= 3 ? v[E_R0 + n] : 0; }
 
 // entry handles a call of an entry point: the block at its address.
 static void entry(fl_tracker *t, fl_heapwatch *w, uint32_t addr, const fl_hw_func *f) {
-	uint32_t v[E_N];
-	entry_regs(t, v);
-	uint32_t ptr = arg(v, f->ptr), size;
+	uint32_t v[E_N], op[3]; // op: ptr, size, count
+	entry_regs(t, f, v, op);
+	uint32_t ptr = op[0], size;
 	if (f->op == FL_HW_OP_CALLOC) {
-		uint64_t n = (uint64_t)arg(v, f->count) * arg(v, f->size);
+		uint64_t n = (uint64_t)op[2] * op[1];
 		size = n > 0xffffffffu ? 0xffffffffu : (uint32_t)n;
 	} else {
-		size = arg(v, f->size);
+		size = op[1];
 	}
 	uint32_t sp = v[E_SP], lr = v[E_LR];
 	uint32_t psp = 0;
