@@ -49,9 +49,10 @@ func (p *allocProbe) Checkpoint()                   {}
 func (p *allocProbe) Restore(*ProbeRun) error       { return nil }
 func (p *allocProbe) Calls(_ *ProbeRun, calls []ProbeCall) {
 	for _, c := range calls {
-		if c.Kind == uc.HeapReturn {
+		if c.Returned() {
 			p.returns++
-		} else {
+		}
+		if c.Entry() {
 			p.entries++
 		}
 	}

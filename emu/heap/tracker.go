@@ -339,6 +339,10 @@ func (t *Tracker) Calls(r *emu.ProbeRun, calls []emu.ProbeCall) {
 				c.old, c.hasOld = t.release(c, "realloc")
 			}
 		}
+		if pc.Kind == uc.HeapCall {
+			t.st.pending = t.st.pending[:0]
+			t.returned(c, pc.Result)
+		}
 	}
 }
 

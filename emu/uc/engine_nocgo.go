@@ -197,13 +197,20 @@ type HeapEvent struct {
 	Ptr, Size uint32
 	Ret, SP   uint32
 	Stack     uint32
-	_         uint32
+	Result    uint32
 }
+
+// Entry says whether e is an entry (HeapEntry or HeapCall).
+func (e *HeapEvent) Entry() bool { return e.Kind != HeapReturn }
+
+// Returned says whether e is a return (HeapReturn or HeapCall).
+func (e *HeapEvent) Returned() bool { return e.Kind != HeapEntry }
 
 // Event kinds (HeapEvent.Kind).
 const (
 	HeapEntry  = 0
 	HeapReturn = 1
+	HeapCall   = 2
 )
 
 // HeapPending is the allocator call in progress (see the cgo build).

@@ -398,9 +398,13 @@ static void drain(fl_heapwatch *w) {
 	w->drains++;
 	goHeapDrain(w->handle);
 	w->nev = 0;
+	w->p_ev_ok = 0;
 }
 
-void fl_hw_events_done(fl_heapwatch *w) { w->nev = 0; }
+void fl_hw_events_done(fl_heapwatch *w) {
+	w->nev = 0;
+	w->p_ev_ok = 0;
+}
 
 // room makes room for one more event: the buffer grows, or Go reads it.
 static void room(fl_heapwatch *w) {
@@ -481,7 +485,9 @@ static void entry(fl_tracker *t, fl_heapwatch *w, uint32_t addr, const fl_hw_fun
 	e->ret = lr & ~1u;
 	e->sp = sp;
 	e->stack = id;
-	e->pad_ = 0;
+	e->result = 0;
+	w->p_ev = w->nev - 1;
+	w->p_ev_ok = 1;
 
 	w->p_op = f->op;
 	w->p_func = f->id;
@@ -506,13 +512,21 @@ static void entry(fl_tracker *t, fl_heapwatch *w, uint32_t addr, const fl_hw_fun
 static void ret(fl_tracker *t, fl_heapwatch *w, uint32_t r0) {
 	w->inside = 0;
 	uint32_t p = w->p_op == FL_HW_OP_FREE ? 0 : r0;
-	room(w);
-	fl_hw_event *e = &w->ev[w->nev++];
-	memset(e, 0, sizeof *e);
-	e->insn = t->insns;
-	e->kind = FL_HW_EV_RETURN;
-	e->func = w->p_func;
-	e->ptr = p;
+	if (w->p_ev_ok && w->p_ev < w->nev && w->ev[w->p_ev].kind == FL_HW_EV_ENTRY) {
+		// The entry is still buffered (the usual case): it becomes the
+		// whole call.
+		w->ev[w->p_ev].kind = FL_HW_EV_CALL;
+		w->ev[w->p_ev].result = p;
+	} else {
+		room(w);
+		fl_hw_event *e = &w->ev[w->nev++];
+		memset(e, 0, sizeof *e);
+		e->insn = t->insns;
+		e->kind = FL_HW_EV_RETURN;
+		e->func = w->p_func;
+		e->ptr = p;
+	}
+	w->p_ev_ok = 0;
 	if (w->p_op == FL_HW_OP_FREE) {
 		return;
 	}

@@ -57,9 +57,10 @@ type HeapFunc struct {
 	ID               uint32
 }
 
-// HeapEvent is an allocator entry (Kind HeapEntry) or the return of the
-// call in progress (HeapReturn). Its layout is C's fl_hw_event, so that
-// Events hands out the C buffer itself.
+// HeapEvent is an allocator entry (Kind HeapEntry), the return of the
+// call in progress (HeapReturn), or both (HeapCall: the return came while
+// the entry was still buffered, the usual case). Its layout is C's
+// fl_hw_event, so that Events hands out the C buffer itself.
 type HeapEvent struct {
 	Insn uint64 // guest instructions counted when the block started
 	Kind uint32
@@ -69,13 +70,22 @@ type HeapEvent struct {
 	Ptr, Size uint32
 	Ret, SP   uint32 // entry: return address (bit 0 clear) and SP
 	Stack     uint32 // entry: the interned call stack (StackOf)
-	_         uint32
+	// HeapCall: r0 at the return (0 for a free). (HeapReturn has it in
+	// Ptr.)
+	Result uint32
 }
+
+// Entry says whether e is an entry (HeapEntry or HeapCall).
+func (e *HeapEvent) Entry() bool { return e.Kind != HeapReturn }
+
+// Returned says whether e is a return (HeapReturn or HeapCall).
+func (e *HeapEvent) Returned() bool { return e.Kind != HeapEntry }
 
 // Event kinds (HeapEvent.Kind).
 const (
 	HeapEntry  = C.FL_HW_EV_ENTRY
 	HeapReturn = C.FL_HW_EV_RETURN
+	HeapCall   = C.FL_HW_EV_CALL
 )
 
 // HeapEvent and fl_hw_event have the same size and field offsets (a
@@ -97,6 +107,8 @@ var (
 	_ [unsafe.Offsetof(C.fl_hw_event{}.sp) - unsafe.Offsetof(HeapEvent{}.SP)]struct{}
 	_ [unsafe.Offsetof(HeapEvent{}.Stack) - unsafe.Offsetof(C.fl_hw_event{}.stack)]struct{}
 	_ [unsafe.Offsetof(C.fl_hw_event{}.stack) - unsafe.Offsetof(HeapEvent{}.Stack)]struct{}
+	_ [unsafe.Offsetof(HeapEvent{}.Result) - unsafe.Offsetof(C.fl_hw_event{}.result)]struct{}
+	_ [unsafe.Offsetof(C.fl_hw_event{}.result) - unsafe.Offsetof(HeapEvent{}.Result)]struct{}
 )
 
 // HeapPending is the allocator call in progress, as the C side keeps it.
@@ -177,6 +189,7 @@ func (w *HeapWatch) Watch(addr uint32, on bool) error {
 // reports it (and must call Inside(false)), else the call simply ends.
 func (w *HeapWatch) Expect(ret, sp uint32, goReturn bool) {
 	w.p.p_op = C.FL_HW_OP_WATCH
+	w.p.p_ev_ok = 0
 	w.p.ret, w.p.ret_sp, w.p.ret_go = C.uint32_t(ret&^1), C.uint32_t(sp), C.int(b2u(goReturn))
 	w.p.inside = 1
 }
@@ -238,6 +251,7 @@ func (w *HeapWatch) LiveBlocks() int { return int(w.p.nlive) }
 
 // SetPending makes p the call in progress (nil: none).
 func (w *HeapWatch) SetPending(p *HeapPending) {
+	w.p.p_ev_ok = 0
 	if p == nil {
 		w.p.inside = 0
 		return

@@ -41,7 +41,8 @@ enum {
 // Event kinds.
 enum {
 	FL_HW_EV_ENTRY = 0,
-	FL_HW_EV_RETURN = 1,
+	FL_HW_EV_RETURN = 1, // the return of the call whose entry was read already
+	FL_HW_EV_CALL = 2,   // an entry and its return (result: r0)
 };
 
 #define FL_HW_FILTER_BITS 4096
@@ -76,7 +77,7 @@ typedef struct fl_hw_event {
 	uint32_t ret;   // entry: the return address (bit 0 clear)
 	uint32_t sp;    // entry: SP
 	uint32_t stack; // entry: interned stack id
-	uint32_t pad_;
+	uint32_t result; // FL_HW_EV_CALL: r0 at the return (0 for a free)
 } fl_hw_event;
 
 // An interned shadow stack: the frames pool[off:off+depth] and the state
@@ -109,6 +110,10 @@ typedef struct fl_heapwatch {
 	uint32_t p_op, p_func, p_ptr, p_size, p_header;
 	int p_old; // realloc: the old block was live (and was released)
 	uint32_t p_old_size, p_old_header;
+	// The entry's event is still buffered, at ev[p_ev]: its return
+	// completes it (FL_HW_EV_CALL) instead of adding an event.
+	int p_ev_ok;
+	uint32_t p_ev;
 
 	// Live blocks: open addressing on addr, linear probing.
 	fl_hw_live *live;
