@@ -226,6 +226,46 @@ func TestStaleRow(t *testing.T) {
 	}
 }
 
+// The answer about a stale row is remembered per firmware, but only for
+// the code it read: a dump whose own copy of the code (a layer over the
+// firmware's) differs gets its own answer, and the firmware's comes back
+// after it.
+func TestStaleRowPerCode(t *testing.T) {
+	cie := []byte{0x0c, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 1, 0, 2, 0x7c, 14, 0x0c, 13, 0}
+	fde := []byte{0x14, 0, 0, 0, 0, 0, 0, 0, 0x00, 0x10, 0, 0, 6, 0, 0, 0,
+		0x0e, 16, 0x84, 2, 0x8e, 1, 0, 0} // def_cfa_offset 16; r4 at c-8, lr at c-4
+	sec, err := frame.Parse(frame.DebugFrame, 0, append(cie, fde...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ram := make([]byte, 0x100)
+	binary.LittleEndian.PutUint32(ram[0x18:], 0x44)
+	binary.LittleEndian.PutUint32(ram[0x1c:], 0x8001)
+	target := func(overlay []byte) *unwinders.Target {
+		var im unwinders.Image
+		code := []byte{0x02, 0xb0, 0x10, 0xbd, 0, 0} // add sp, #8; pop {r4, pc}
+		_ = im.AddLayer(unwinders.Region{Name: "code", Addr: 0x1000, Data: code})
+		dump := []unwinders.Region{{Name: "ram", Addr: ramBase, Data: ram}}
+		if overlay != nil {
+			dump = append(dump, unwinders.Region{Name: "flash copy", Addr: 0x1000, Data: overlay})
+		}
+		_ = im.AddLayer(dump...)
+		return &unwinders.Target{Mem: &im, Profile: unwinders.V7M}
+	}
+	firmware := target(nil)
+	nop := target([]byte{0x00, 0xbf, 0x10, 0xbd, 0, 0}) // nop; pop {r4, pc}
+	u := cfi.NewWithTable(cfi.NewTable(frame.IndexOptions{}, sec))
+	for i, tc := range []struct {
+		tgt  *unwinders.Target
+		conf unwinders.Confidence
+	}{{firmware, unwinders.ConfidenceMedium}, {nop, unwinders.ConfidenceHigh}, {firmware, unwinders.ConfidenceMedium}, {nop, unwinders.ConfidenceHigh}} {
+		got, err := u.Step(tc.tgt, []unwinders.Frame{frame0(0x1002, ramBase+0x10, nil)})
+		if err != nil || got.Confidence != tc.conf {
+			t.Errorf("step %d: confidence %v (note %q), err %v; want %v", i, got.Confidence, got.Note, err, tc.conf)
+		}
+	}
+}
+
 // A function really at address 0 keeps its FDE (shrinkwrap-clang-m4f-O2
 // has no vector table: "early" starts at 0); the sample firmware's FDEs at
 // 0 are those of functions --gc-sections removed, and are left out.

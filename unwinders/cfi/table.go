@@ -1,6 +1,7 @@
 package cfi
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"sync"
@@ -34,7 +35,8 @@ type Table struct {
 	indexes  []*frame.Index
 	problems []error
 
-	rows rowCache
+	rows  rowCache
+	stale staleCache
 }
 
 // rowCacheMax bounds the addresses a Table remembers the row of: the walks
@@ -53,6 +55,73 @@ type rowEntry struct {
 	fde *frame.FDE // nil: no FDE covers the address
 	row *frame.Row // never modified once stored
 	err error
+}
+
+// staleCache remembers staleAt's answers for the interrupted PCs of many
+// dumps of one firmware (every RTOS task switched out at the same place),
+// each with the code bytes it decoded: an answer is reused only when the
+// memory holds those very bytes again, so a dump with its own (different)
+// copy of the code gets its own answer. Bounded in entries and bytes; when
+// full it starts over.
+type staleCache struct {
+	mu    sync.Mutex
+	m     map[staleKey]staleEntry
+	bytes int
+}
+
+type staleKey struct {
+	loc, pc uint32
+	reg     uint16 // the register the CFA is based on
+}
+
+type staleEntry struct {
+	code []byte // a copy of [loc, pc+2): every halfword staleAt may read
+	why  string
+}
+
+const (
+	staleCacheMax     = 4096
+	staleCacheBytes   = 1 << 20
+	staleCacheMaxCode = 1024 // longer sweeps are not cached
+)
+
+// codeBytes is what staleCachedAt needs of the memory: the bytes of a
+// range in place (unwinders.Image).
+type codeBytes interface {
+	Bytes(addr uint32, n int) ([]byte, bool)
+}
+
+// staleAt is staleAt (unwinder.go) with the answers cached.
+func (t *Table) staleAt(m unwinders.Memory, row *frame.Row, pc uint32) string {
+	loc := uint32(row.Loc)
+	cb, ok := m.(codeBytes)
+	if !ok || row.CFA.IsExpression() || row.CFA.Reg >= 16 || uint64(row.Loc) != uint64(loc) || pc < loc || pc-loc > staleCacheMaxCode {
+		return staleAt(m, row, pc)
+	}
+	code, ok := cb.Bytes(loc, int(pc-loc)+2)
+	if !ok {
+		return staleAt(m, row, pc)
+	}
+	key := staleKey{loc: loc, pc: pc, reg: row.CFA.Reg}
+	t.stale.mu.Lock()
+	e, hit := t.stale.m[key]
+	t.stale.mu.Unlock()
+	if hit && bytes.Equal(e.code, code) {
+		return e.why
+	}
+	why := staleAt(m, row, pc)
+	t.stale.mu.Lock()
+	if t.stale.m == nil || len(t.stale.m) >= staleCacheMax || t.stale.bytes+len(code) > staleCacheBytes {
+		t.stale.m = make(map[staleKey]staleEntry)
+		t.stale.bytes = 0
+	}
+	if old, ok := t.stale.m[key]; ok {
+		t.stale.bytes -= len(old.code)
+	}
+	t.stale.m[key] = staleEntry{code: bytes.Clone(code), why: why}
+	t.stale.bytes += len(code)
+	t.stale.mu.Unlock()
+	return why
 }
 
 // rowAt returns the FDE that covers pc (nil when none does) and the row

@@ -143,7 +143,7 @@ func (u *Unwinder) Step(t *unwinders.Target, frames []unwinders.Frame) (unwinder
 		return unwinders.Frame{}, declined(err, "0x%08x: %s", pc, msg(err))
 	}
 	if !cur.ReturnAddress {
-		if why := staleAt(t.Mem, row, pc); why != "" {
+		if why := tab.staleAt(t.Mem, row, pc); why != "" {
 			caller.Confidence = unwinders.ConfidenceMedium
 			caller.Note = why
 		}

@@ -122,7 +122,7 @@ func appendHex(b []byte, v uint32) []byte {
 // concatenated; the k-th is hexAt(s, k). (A report formats several per
 // frame of every thread: one string each was most of its allocations.)
 func hexes(vals []uint32) string {
-	var buf [32 * hexLen]byte
+	var buf [64 * hexLen]byte
 	b := buf[:0]
 	for _, v := range vals {
 		b = appendHex(b, v)

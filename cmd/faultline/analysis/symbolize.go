@@ -34,7 +34,7 @@ func symbolizeFramesInto(out []FrameJSON, elf *elfsym.File, frames []unwinders.F
 	}
 	// Every address the frames show, formatted at once: PC, SP and
 	// EXC_RETURN of frame i are hexAt(hex, 3i), 3i+1, 3i+2.
-	var valBuf [3 * 16]uint32
+	var valBuf [3 * 32]uint32
 	vals := valBuf[:0]
 	for _, f := range frames {
 		var exc uint32
