@@ -71,8 +71,8 @@ func TestSlotsMatchModel(t *testing.T) {
 				fifo = append(fifo, tr.st.slots[e.i].b.addr)
 			}
 		}
-		if len(live) != tr.st.nlive || len(freed) != tr.st.nfreed || len(live)+len(freed) != len(tr.st.byAddr) {
-			t.Fatalf("step %d: counts: %d live (nlive %d), %d freed (nfreed %d), %d addresses", step, len(live), tr.st.nlive, len(freed), tr.st.nfreed, len(tr.st.byAddr))
+		if len(live) != tr.st.nlive || len(freed) != tr.st.nfreed || len(live)+len(freed) != tr.st.byAddr.len() {
+			t.Fatalf("step %d: counts: %d live (nlive %d), %d freed (nfreed %d), %d addresses", step, len(live), tr.st.nlive, len(freed), tr.st.nfreed, tr.st.byAddr.len())
 		}
 		if !mapsEqual(live, m.live) || !mapsEqual(freed, m.freed) || !slices.Equal(fifo, m.fifo) {
 			t.Fatalf("step %d: slots differ from the model: %d/%d live, %d/%d freed, fifo %d/%d", step, len(live), len(m.live), len(freed), len(m.freed), len(fifo), len(m.fifo))

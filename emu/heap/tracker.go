@@ -117,7 +117,7 @@ type fifoEnt struct {
 
 type state struct {
 	slots  []slot
-	byAddr map[uint32]int32 // the slot of each live or remembered freed block
+	byAddr addrTable // the slot of each live or remembered freed block
 	spare  []int32          // spare slots
 	nlive  int
 	nfreed int
@@ -141,7 +141,7 @@ type state struct {
 func (s *state) clone() state {
 	c := *s
 	c.slots = slices.Clone(s.slots)
-	c.byAddr = maps.Clone(s.byAddr)
+	c.byAddr = s.byAddr.clone()
 	c.spare = slices.Clone(s.spare)
 	c.fifo = nil
 	for _, e := range s.fifo {
@@ -163,7 +163,7 @@ func (s *state) current(e fifoEnt) bool {
 
 // drop makes the slot of the block at addr spare.
 func (s *state) drop(addr uint32) {
-	i, ok := s.byAddr[addr]
+	i, ok := s.byAddr.get(addr)
 	if !ok {
 		return
 	}
@@ -171,15 +171,16 @@ func (s *state) drop(addr uint32) {
 		s.nfreed--
 	}
 	s.slots[i] = slot{}
-	delete(s.byAddr, addr)
+	s.byAddr.del(addr)
 	s.spare = append(s.spare, i)
 }
 
-// setLive makes b the live block at its address, in the slot of the
+// setLive makes b (at an address other than 0) the live block at its
+// address, in the slot of the
 // block there (forgotten if freed) or a new one. It says whether a live
 // block was there.
 func (s *state) setLive(b rec) (old rec, wasLive bool) {
-	i, ok := s.byAddr[b.addr]
+	i, ok := s.byAddr.get(b.addr)
 	if !ok {
 		if n := len(s.spare); n > 0 {
 			i = s.spare[n-1]
@@ -188,7 +189,7 @@ func (s *state) setLive(b rec) (old rec, wasLive bool) {
 			i = int32(len(s.slots))
 			s.slots = append(s.slots, slot{})
 		}
-		s.byAddr[b.addr] = i
+		s.byAddr.put(b.addr, i)
 	}
 	sl := &s.slots[i]
 	switch sl.state {
@@ -233,7 +234,7 @@ func New(opt Options) *Tracker {
 		opt.MaxErrors = 1000
 	}
 	return &Tracker{opt: opt, byAddr: make(map[uint32]Func),
-		st: state{byAddr: map[uint32]int32{}, seen: map[string]bool{}}}
+		st: state{seen: map[string]bool{}}}
 }
 
 // Start implements emu.Probe: it finds the entry points in the image,
@@ -408,7 +409,7 @@ func (t *Tracker) block(b rec) *Block {
 // release removes the live block at c.ptr (a free, or the old block of a
 // realloc) and returns it; a pointer that is not a live block is an error.
 func (t *Tracker) release(c *call, what string) (rec, bool) {
-	i, ok := t.st.byAddr[c.ptr]
+	i, ok := t.st.byAddr.get(c.ptr)
 	var sl *slot
 	if ok {
 		sl = &t.st.slots[i]

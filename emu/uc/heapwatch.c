@@ -141,7 +141,8 @@ static void go_block(fl_tracker *t, fl_heapwatch *w, uint32_t addr) {
 
 // fl_hw_mark sets the state of [addr, addr+n), clipped to the map; with
 // soft, bytes inside a live block keep their state.
-void fl_hw_mark(fl_heapwatch *w, uint32_t addr, uint32_t n, uint8_t state, int soft) {
+static inline __attribute__((always_inline)) void mark(fl_heapwatch *w, uint32_t addr, uint32_t n,
+                                                       uint8_t state, int soft) {
 	if (w->map == NULL || n == 0) {
 		return;
 	}
@@ -167,6 +168,10 @@ void fl_hw_mark(fl_heapwatch *w, uint32_t addr, uint32_t n, uint8_t state, int s
 			m[i] = state;
 		}
 	}
+}
+
+void fl_hw_mark(fl_heapwatch *w, uint32_t addr, uint32_t n, uint8_t state, int soft) {
+	mark(w, addr, n, state, soft);
 }
 
 // The live-block table: linear probing on the block address, deletion by
@@ -278,10 +283,10 @@ static void mark_live(fl_heapwatch *w, uint32_t addr, uint32_t size, uint32_t he
 	// below (newlib lets a chunk in use keep data in the next chunk's
 	// prev_size field): marked softly, it never takes a live byte.
 	if (header > 0 && addr >= header) {
-		fl_hw_mark(w, addr - header, header, FL_HW_HEADER, 1);
+		mark(w, addr - header, header, FL_HW_HEADER, 1);
 	}
-	fl_hw_mark(w, addr, size, FL_HW_LIVE, 0);
-	fl_hw_mark(w, addr + size, pad(addr, size), FL_HW_PAD, 1);
+	mark(w, addr, size, FL_HW_LIVE, 0);
+	mark(w, addr + size, pad(addr, size), FL_HW_PAD, 1);
 }
 
 // release frees the live block at ptr in the map; 0 if there is none (Go
@@ -290,8 +295,8 @@ static int release(fl_heapwatch *w, uint32_t ptr, uint32_t *size, uint32_t *head
 	if (!live_del(w, ptr, size, header)) {
 		return 0;
 	}
-	fl_hw_mark(w, ptr, *size, FL_HW_FREED, 0);
-	fl_hw_mark(w, ptr + *size, pad(ptr, *size), FL_HW_FREED, 1);
+	mark(w, ptr, *size, FL_HW_FREED, 0);
+	mark(w, ptr + *size, pad(ptr, *size), FL_HW_FREED, 1);
 	return 1;
 }
 
@@ -477,6 +482,11 @@ static void entry(fl_tracker *t, fl_heapwatch *w, uint32_t addr, const fl_hw_fun
 		id = intern(t, w, addr, sp, psp, lr);
 	}
 	fl_hw_event *e = &w->ev[w->nev++];
+	if (w->nev + 1 < w->evcap) {
+		// The buffer is written once per call, far apart: fetch the
+		// next events' memory meanwhile.
+		__builtin_prefetch(&w->ev[w->nev + 1], 1);
+	}
 	e->insn = t->insns;
 	e->kind = FL_HW_EV_ENTRY;
 	e->func = f->id;
