@@ -118,7 +118,7 @@ type fifoEnt struct {
 type state struct {
 	slots  []slot
 	byAddr addrTable // the slot of each live or remembered freed block
-	spare  []int32          // spare slots
+	spare  []int32   // spare slots
 	nlive  int
 	nfreed int
 	// fifo orders the freed blocks, oldest first; entries whose block was
