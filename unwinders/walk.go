@@ -202,7 +202,7 @@ func walk(t *Target, regs Registers, chain []Unwinder, opt Options) Result {
 		raw := caller.PC
 		switch {
 		case raw == ResetLR:
-			res.Stop = Stop{Kind: StopEndOfStack, Detail: fmt.Sprintf("return address 0xFFFFFFFF (reset value of LR) found by %s", caller.Method)}
+			res.Stop = Stop{Kind: StopEndOfStack, Detail: "return address 0xFFFFFFFF (reset value of LR) found by " + caller.Method}
 			return res
 		case raw == FNCReturn0 || raw == FNCReturn1:
 			if t.Profile != V8M {

@@ -168,7 +168,14 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 		kernel = dumpThreads(d, r)
 	}
 	chain = threadChain(elf, kernel, chain)
-	res := unwinders.Walk(t, d.Regs, chain, unwinders.Options{MaxFrames: maxFrames})
+	wopt := unwinders.Options{MaxFrames: maxFrames}
+	if s != nil {
+		wopt.Frames = s.crash[:0]
+	}
+	res := unwinders.Walk(t, d.Regs, chain, wopt)
+	if s != nil && cap(res.Frames) > cap(s.crash) {
+		s.crash = res.Frames[:0] // grown: keep the larger one for the next dump
+	}
 	r.Target = t
 	r.Stop = demangleText(elf, memoryStop(res.Stop))
 	if kernel != nil && cutWalk(elf, kernel.Kind, &res) {
@@ -201,7 +208,14 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 		r.Fault.Address = Hex(*r.FaultInfo.Address)
 	}
 	var symErrs []string
-	r.Frames, symErrs = symbolizeFrames(elf, res.Frames)
+	if s != nil {
+		r.Frames, symErrs = symbolizeFramesInto(s.crashJ[:0], elf, res.Frames)
+		if cap(r.Frames) > cap(s.crashJ) {
+			s.crashJ = r.Frames[:0]
+		}
+	} else {
+		r.Frames, symErrs = symbolizeFrames(elf, res.Frames)
+	}
 	for i := range r.Frames {
 		r.Frames[i].Note = demangleText(elf, r.Frames[i].Note)
 	}

@@ -49,14 +49,16 @@ func (a *Analyzer) AnalyzeScratch(d *crashdump.Dump, s *Scratch) (*Report, error
 }
 
 // Scratch is memory that a sequence of analyses reuses from one dump to
-// the next (a batch's worker): the frames of the RTOS thread walks, their
-// report frames and the thread list, which are most of what an analysis
-// of a many-task dump allocates. A report made with a Scratch holds that
+// the next (a batch's worker): the frames of the walks (the crash's and
+// the RTOS threads'), their report frames and the thread lists, which are
+// most of what an analysis of a many-task dump allocates. A report made with a Scratch holds that
 // memory; the next analysis with the same Scratch overwrites it. The zero
 // value is ready to use; a Scratch is not safe for concurrent use.
 type Scratch struct {
 	frames   []unwinders.Frame
 	jframes  []FrameJSON
 	threads  []ThreadJSON
-	kthreads []rtos.Thread // the kernel's thread list (rtos.Input.Threads)
+	kthreads []rtos.Thread     // the kernel's thread list (rtos.Input.Threads)
+	crash    []unwinders.Frame // the crash's own walk
+	crashJ   []FrameJSON       // and its report frames
 }

@@ -298,9 +298,10 @@ func threadReports(elf *elfsym.File, t *unwinders.Target, k *rtos.Kernel, chain 
 				used += n
 				res.Frames = res.Frames[:n:n]
 			}
-			j.Stop = demangleText(elf, res.Stop.String())
 			if cutWalk(elf, k.Kind, &res) {
 				j.Stop = taskEntryStop
+			} else {
+				j.Stop = demangleText(elf, res.Stop.String())
 			}
 			j.Walk = res
 			var symErrs []string

@@ -201,6 +201,19 @@ func TestAppendJSONString(t *testing.T) {
 	for c := range 256 {
 		check(string([]byte{byte(c)}))
 		check("ab" + string([]byte{byte(c)}) + "cd")
+		// At every place of strings long enough for the eight-byte scan,
+		// alone and next to a byte just above or below it.
+		for i := range 24 {
+			b := []byte("/src/firmware/tasks.c:42")
+			b[i] = byte(c)
+			check(string(b))
+			if i+1 < len(b) {
+				b[i+1] = byte(c + 1)
+				check(string(b))
+				b[i+1] = byte(c - 1)
+				check(string(b))
+			}
+		}
 	}
 	for _, r := range []rune{0x7f, 0x80, 0x7ff, 0x800, 0xfffd, 0xffff, 0x10000, 0x10ffff, 0x2027, 0x2028, 0x2029, 0x202a} {
 		var b [4]byte
