@@ -49,6 +49,7 @@ void fl_hw_free(fl_heapwatch *w) {
 }
 
 static void refilter(fl_heapwatch *w) {
+	memset(w->hit_addr, 0, sizeof w->hit_addr);
 	memset(w->filter, 0, sizeof w->filter);
 	for (uint32_t i = 0; i < w->n; i++) {
 		uint32_t b = (w->addrs[i] >> 1) & (FL_HW_FILTER_BITS - 1);
@@ -77,6 +78,7 @@ int fl_hw_add_func(fl_heapwatch *w, uint32_t addr, const fl_hw_func *f) {
 	uint32_t at;
 	if (find(w, addr, &at)) {
 		w->funcs[at] = *f;
+		memset(w->hit_addr, 0, sizeof w->hit_addr);
 		return 1;
 	}
 	if (w->n == w->cap) {
@@ -582,12 +584,20 @@ void fl_hw_block(fl_tracker *t, uint32_t addr) {
 		return;
 	}
 	uint32_t at;
-	if (find(w, addr, &at)) {
-		if (w->funcs[at].op == FL_HW_OP_WATCH) {
-			go_block(t, w, addr);
-		} else {
-			entry(t, w, addr, &w->funcs[at]);
+	uint32_t h = (addr >> 1) & (FL_HW_HIT - 1);
+	if (w->hit_addr[h] == (addr | 1)) {
+		at = w->hit_at[h];
+	} else {
+		if (!find(w, addr, &at)) {
+			return;
 		}
+		w->hit_addr[h] = addr | 1;
+		w->hit_at[h] = at;
+	}
+	if (w->funcs[at].op == FL_HW_OP_WATCH) {
+		go_block(t, w, addr);
+	} else {
+		entry(t, w, addr, &w->funcs[at]);
 	}
 }
 

@@ -46,6 +46,7 @@ enum {
 };
 
 #define FL_HW_FILTER_BITS 4096
+#define FL_HW_HIT 16
 // Events are buffered until Go reads them outside the emulation (at a
 // checkpoint, every few million instructions, or when the run ends): a
 // callback into Go from inside it costs more than the crossing itself (the
@@ -97,6 +98,9 @@ typedef struct fl_heapwatch {
 	fl_hw_func *funcs;
 	uint32_t n, cap;
 	uint8_t filter[FL_HW_FILTER_BITS / 8];
+	// The entry points found last, by (addr >> 1) % FL_HW_HIT: addr | 1
+	// (0: none) and its index; emptied when the entry points change.
+	uint32_t hit_addr[FL_HW_HIT], hit_at[FL_HW_HIT];
 	// The byte map covers [base, base + len).
 	uint32_t base, len;
 	uint8_t *map;
