@@ -179,7 +179,7 @@ func (s *state) drop(addr uint32) {
 // address, in the slot of the
 // block there (forgotten if freed) or a new one. It says whether a live
 // block was there.
-func (s *state) setLive(b rec) (old rec, wasLive bool) {
+func (s *state) setLive(b *rec) (oldSize uint32, wasLive bool) {
 	i, ok := s.byAddr.get(b.addr)
 	if !ok {
 		if n := len(s.spare); n > 0 {
@@ -194,15 +194,16 @@ func (s *state) setLive(b rec) (old rec, wasLive bool) {
 	sl := &s.slots[i]
 	switch sl.state {
 	case slotLive:
-		old, wasLive = sl.b, true
+		oldSize, wasLive = sl.b.size, true
 	case slotFreed:
 		s.nfreed--
 	}
 	if !wasLive {
 		s.nlive++
 	}
-	*sl = slot{state: slotLive, b: b}
-	return old, wasLive
+	// Field by field: the freed fields are only read in a freed slot.
+	sl.state, sl.b, sl.freeStack = slotLive, *b, nil
+	return oldSize, wasLive
 }
 
 // Tracker is the emu.Probe of faultline heap.
@@ -508,10 +509,10 @@ func (t *Tracker) returned(c *call, p uint32) {
 		return
 	}
 	b := rec{addr: p, size: c.size, fn: c.id, insn: c.insn, stack: c.stack}
-	if old, ok := t.st.setLive(b); ok {
+	if oldSize, ok := t.st.setLive(&b); ok {
 		// The allocator returned a block it considers allocated: its
 		// bookkeeping is broken (or the hooks missed a free).
-		t.st.liveBytes -= uint64(old.size)
+		t.st.liveBytes -= uint64(oldSize)
 	} else {
 		t.st.allocs++
 	}
@@ -522,7 +523,7 @@ func (t *Tracker) returned(c *call, p uint32) {
 }
 
 func (t *Tracker) restoreOld(old rec) {
-	t.st.setLive(old)
+	t.st.setLive(&old)
 	t.st.liveBytes += uint64(old.size)
 	t.st.frees--
 }
