@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"time"
 
 	"github.com/faultline-dev/faultline/emu/uc"
@@ -29,11 +30,12 @@ import (
 //
 //  1. the blocks that ran so far are dropped (Tracker.DropSeen), so that
 //     they are translated again with the hook;
-//  2. the code of each hooked allocator function (its ELF symbol's extent,
-//     not the functions it calls: memset or a lock may be called from
-//     anywhere) is translated without the hook (Engine.RequestTB), block
-//     by block from its entry, following the fall-through and the direct
-//     branches inside it;
+//  2. the code of each hooked allocator function, and of each function
+//     that only the allocator calls (allocatorCallees: heap_4's list
+//     insertion, but not memset, which the firmware may call on a freed
+//     block itself), is translated without the hook (Engine.RequestTB),
+//     block by block from its entry within its ELF symbol's extent,
+//     following the fall-through and the direct branches inside it;
 //  3. the hook is installed, and the run goes on.
 //
 // Those blocks then run at full speed, and every other block, including
@@ -69,7 +71,8 @@ func (m *machine) allocatorEntry() error {
 		return fmt.Errorf("emu: %w", err)
 	}
 	if m.scs.MPUCtrl&mpuEnable == 0 {
-		n, err := m.pretranslate(m.probe.entries)
+		m.allocCode = append(append([]uint32(nil), m.probe.entries...), m.img.allocatorCallees(m.probe.entries)...)
+		n, err := m.pretranslate(m.allocCode)
 		if err != nil {
 			return err
 		}
@@ -92,7 +95,7 @@ func (m *machine) dropAllocatorBlocks() error {
 		return nil
 	}
 	m.pretranslated = false
-	for _, a := range m.probe.entries {
+	for _, a := range m.allocCode {
 		end, ok := m.img.funcEnd(a)
 		if !ok {
 			continue
@@ -146,8 +149,8 @@ func (m *machine) pretranslate(entries []uint32) (int, error) {
 }
 
 // translatable says whether a block may be translated ahead at addr:
-// executable memory of the default map (the MPU is off) above the first
-// page, backed by RAM the
+// executable memory of the default map (the MPU is off) past the first
+// words, backed by RAM the
 // firmware image or Config.Maps mapped, with the rest of addr's page and
 // the first halfwords of the next inside it (the translator reads up to the
 // end of the page, and a 32-bit instruction may straddle it). A
@@ -156,10 +159,11 @@ func (m *machine) translatable(addr, page uint32) bool {
 	if addr >= 0xA0000000 || (addr >= 0x40000000 && addr < 0x60000000) {
 		return false // execute-never in the default memory map (B3.1)
 	}
-	if addr < page {
-		// Unicorn 2.0.1 raises an exception translating at address 0,
-		// which outside the emulation is a crash: leave the first page
-		// alone (vector tables live there).
+	if addr < 0x10 {
+		// Unicorn 2.0.1 raises an exception translating at address 0
+		// (addresses 2 to 0x1000 were tried and work), which outside the
+		// emulation is a crash; the first words are a vector table's
+		// anyway.
 		return false
 	}
 	limit := uint64(addr|(page-1)) + 1 + 4
@@ -216,4 +220,111 @@ type engineMemory struct{ e *uc.Engine }
 
 func (mm engineMemory) Read(addr uint32, p []byte) error {
 	return mm.e.MemRead(uint64(addr), p)
+}
+
+// maxCalleeScan bounds the code the callee analysis decodes.
+const maxCalleeScan = 16 << 20
+
+// allocatorCallees returns the start of every function that only the
+// allocator calls: reached by direct calls or branches (BL, B) from the
+// functions entered at entries or from other such functions, and from
+// nowhere else, with its address never taken (no word of the image, at any
+// halfword offset, holds it with the Thumb bit, and no MOVW loads its low
+// half). FreeRTOS heap_4's list insertion and newlib's lock calls are such
+// functions; their accesses are the allocator's own, so their blocks are
+// translated ahead too. Any doubt makes a function not private: a function
+// whose extent is unknown or cannot be read stops the analysis (nil).
+func (img *image) allocatorCallees(entries []uint32) []uint32 {
+	starts, ends := img.funcRanges()
+	index := make(map[uint32]int, len(starts))
+	low := make(map[uint32][]uint32) // low halfword of start|1 -> starts
+	for i, s := range starts {
+		index[s] = i
+		low[(s|1)&0xffff] = append(low[(s|1)&0xffff], s)
+	}
+	taken := make(map[uint32]bool)
+	for _, c := range img.chunks {
+		for off := 0; off+4 <= len(c.data); off += 2 {
+			v := uint32(c.data[off]) | uint32(c.data[off+1])<<8 | uint32(c.data[off+2])<<16 | uint32(c.data[off+3])<<24
+			if v&1 == 1 {
+				if _, ok := index[v&^1]; ok {
+					taken[v&^1] = true
+				}
+			}
+		}
+	}
+	callers := make(map[uint32][]int)
+	mem := imageMemory{img}
+	scanned := 0
+	for i := range starts {
+		if ends[i] == 0xFFFFFFFF || ends[i] <= starts[i] {
+			return nil
+		}
+		scanned += int(ends[i] - starts[i])
+		if scanned > maxCalleeScan {
+			return nil
+		}
+		d := thumb.NewDecoder(mem, starts[i], ends[i])
+		var in thumb.Inst
+		for {
+			err := d.Next(&in)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return nil
+			}
+			switch in.Op {
+			case thumb.OpBL, thumb.OpB:
+				t := in.Target &^ 1
+				if j, ok := index[t]; ok && j != i {
+					callers[t] = append(callers[t], i)
+				}
+			case thumb.OpMOVW:
+				for _, s := range low[uint32(in.Imm)&0xffff] {
+					taken[s] = true
+				}
+			}
+		}
+	}
+	in := make(map[int]bool)
+	for _, e := range entries {
+		if j, ok := index[e&^1]; ok {
+			in[j] = true
+		}
+	}
+	var out []uint32
+	for changed := true; changed; {
+		changed = false
+		for t, cs := range callers {
+			j := index[t]
+			if in[j] || taken[t] {
+				continue
+			}
+			private := true
+			for _, c := range cs {
+				if !in[c] {
+					private = false
+					break
+				}
+			}
+			if private {
+				in[j] = true
+				out = append(out, t)
+				changed = true
+			}
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a] < out[b] })
+	return out
+}
+
+// imageMemory reads the firmware image's bytes (unwinders.Memory).
+type imageMemory struct{ img *image }
+
+func (mm imageMemory) Read(addr uint32, p []byte) error {
+	if !mm.img.read(addr, p) {
+		return fmt.Errorf("%#08x is not in the image", addr)
+	}
+	return nil
 }

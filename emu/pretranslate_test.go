@@ -3,17 +3,37 @@ package emu
 import (
 	"context"
 	"errors"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/faultline-dev/faultline/emu/uc"
 )
 
-// allocProbe hooks newlib's malloc and free and counts the calls: the
+// allocProbe hooks an allocator's entry points and counts the calls: the
 // smallest heap probe.
 type allocProbe struct {
+	funcs            []allocFunc
 	entries, returns int
 }
+
+type allocFunc struct {
+	name string
+	fn   ProbeFunc
+}
+
+var (
+	newlibFuncs = []allocFunc{
+		{"malloc", ProbeFunc{Op: uc.HeapOpAlloc, Ptr: -1, Size: 0, Count: -1}},
+		{"_malloc_r", ProbeFunc{Op: uc.HeapOpAlloc, Ptr: -1, Size: 1, Count: -1}},
+		{"free", ProbeFunc{Op: uc.HeapOpFree, Ptr: 0, Size: -1, Count: -1}},
+		{"_free_r", ProbeFunc{Op: uc.HeapOpFree, Ptr: 1, Size: -1, Count: -1}},
+	}
+	heap4Funcs = []allocFunc{
+		{"pvPortMalloc", ProbeFunc{Op: uc.HeapOpAlloc, Ptr: -1, Size: 0, Count: -1}},
+		{"vPortFree", ProbeFunc{Op: uc.HeapOpFree, Ptr: 0, Size: -1, Count: -1}},
+	}
+)
 
 func (p *allocProbe) Start(r *ProbeRun) error {
 	ram, ok := r.RegionAt(0x20000000)
@@ -23,15 +43,7 @@ func (p *allocProbe) Start(r *ProbeRun) error {
 	if err := r.Attach(ram.Addr, ram.Size); err != nil {
 		return err
 	}
-	for i, f := range []struct {
-		name string
-		fn   ProbeFunc
-	}{
-		{"malloc", ProbeFunc{Op: uc.HeapOpAlloc, Ptr: -1, Size: 0, Count: -1}},
-		{"_malloc_r", ProbeFunc{Op: uc.HeapOpAlloc, Ptr: -1, Size: 1, Count: -1}},
-		{"free", ProbeFunc{Op: uc.HeapOpFree, Ptr: 0, Size: -1, Count: -1}},
-		{"_free_r", ProbeFunc{Op: uc.HeapOpFree, Ptr: 1, Size: -1, Count: -1}},
-	} {
+	for i, f := range p.funcs {
 		addr, _, fn, ok := r.Symbol(f.name)
 		if !ok || !fn {
 			return errors.New("no function " + f.name)
@@ -65,7 +77,7 @@ func (p *allocProbe) Calls(_ *ProbeRun, calls []ProbeCall) {
 func TestHeapPretranslate(t *testing.T) {
 	skipWithoutCgo(t)
 	defer func() { testSetup = nil }()
-	run := func(mpu bool) (*machine, *allocProbe) {
+	run := func(elf string, funcs []allocFunc, mpu bool) (*machine, *allocProbe) {
 		t.Helper()
 		var m *machine
 		testSetup = func(mm *machine) error {
@@ -78,8 +90,8 @@ func TestHeapPretranslate(t *testing.T) {
 			}
 			return nil
 		}
-		p := &allocProbe{}
-		_, err := Run(context.Background(), Config{ELF: "../firmware-samples/heap/build/heap-c.elf", Timeout: time.Minute,
+		p := &allocProbe{funcs: funcs}
+		_, err := Run(context.Background(), Config{ELF: "../firmware-samples/heap/build/" + elf + ".elf", Timeout: time.Minute,
 			Probe: p, Sets: map[string]uint64{"heap_scenario": 7, "heap_iterations": 500}})
 		var nf *NoFaultError
 		if !errors.As(err, &nf) {
@@ -87,23 +99,31 @@ func TestHeapPretranslate(t *testing.T) {
 		}
 		return m, p
 	}
-	m, p := run(false)
-	if !m.pretranslated || m.pretranslatedBlocks == 0 || m.pretranslatedBlocks > maxPretranslated {
-		t.Errorf("pretranslated %v, %d blocks; want some allocator blocks translated ahead", m.pretranslated, m.pretranslatedBlocks)
-	}
-	if m.entryArmed {
-		t.Error("the run never stopped at the first allocator entry")
-	}
-	if p.entries < 4*500 || p.entries != p.returns {
-		t.Errorf("%d entries, %d returns; want at least 2000 of each", p.entries, p.returns)
-	}
-	t.Logf("%d blocks translated ahead, %d calls", m.pretranslatedBlocks, p.entries)
-	m2, p2 := run(true)
-	if m2.pretranslatedBlocks != 0 {
-		t.Errorf("with the MPU on, %d blocks were translated ahead; want none", m2.pretranslatedBlocks)
-	}
-	if p2.entries != p.entries || p2.returns != p.returns {
-		t.Errorf("with the MPU on: %d entries, %d returns; want %d, %d", p2.entries, p2.returns, p.entries, p.returns)
+	for _, c := range []struct {
+		elf   string
+		funcs []allocFunc
+	}{
+		{"heap-c", newlibFuncs},
+		{"heap-rtos", heap4Funcs}, // the allocator's code is in the first KiB
+	} {
+		m, p := run(c.elf, c.funcs, false)
+		if !m.pretranslated || m.pretranslatedBlocks == 0 || m.pretranslatedBlocks > maxPretranslated {
+			t.Errorf("%s: pretranslated %v, %d blocks; want some allocator blocks translated ahead", c.elf, m.pretranslated, m.pretranslatedBlocks)
+		}
+		if m.entryArmed {
+			t.Errorf("%s: the run never stopped at the first allocator entry", c.elf)
+		}
+		if p.entries < 4*500 || p.entries != p.returns {
+			t.Errorf("%s: %d entries, %d returns; want at least 2000 of each", c.elf, p.entries, p.returns)
+		}
+		t.Logf("%s: %d blocks translated ahead, %d calls", c.elf, m.pretranslatedBlocks, p.entries)
+		m2, p2 := run(c.elf, c.funcs, true)
+		if m2.pretranslatedBlocks != 0 {
+			t.Errorf("%s: with the MPU on, %d blocks were translated ahead; want none", c.elf, m2.pretranslatedBlocks)
+		}
+		if p2.entries != p.entries || p2.returns != p.returns {
+			t.Errorf("%s: with the MPU on: %d entries, %d returns; want %d, %d", c.elf, p2.entries, p2.returns, p.entries, p.returns)
+		}
 	}
 }
 
@@ -150,4 +170,49 @@ func (f fakeMemory) Read(addr uint32, p []byte) error {
 	}
 	copy(p, f.b[addr-f.base:])
 	return nil
+}
+
+// TestAllocatorCallees: the functions only the allocator calls are found
+// (FreeRTOS heap_4's list insertion, newlib's memmove that only realloc
+// calls), and a function the firmware also calls itself (memset, from its
+// own code and from calloc) is not.
+func TestAllocatorCallees(t *testing.T) {
+	for _, c := range []struct {
+		elf       string
+		want, not []string
+	}{
+		{"heap-rtos", []string{"list_insert"}, []string{"memset", "busy"}},
+		{"heap-c", []string{"memmove", "_malloc_trim_r"}, []string{"memset", "memcpy", "busy", "make_packet"}},
+	} {
+		path := "../firmware-samples/heap/build/" + c.elf + ".elf"
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := loadImage(path, f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var entries []uint32
+		for _, n := range []string{"malloc", "_malloc_r", "free", "_free_r", "calloc", "_calloc_r", "realloc", "_realloc_r", "pvPortMalloc", "vPortFree"} {
+			if s, ok := img.byName[n]; ok && s.fn {
+				entries = append(entries, s.addr)
+			}
+		}
+		got := map[string]bool{}
+		for _, a := range img.allocatorCallees(entries) {
+			got[img.funcAt(a)] = true
+		}
+		for _, n := range c.want {
+			if !got[n] {
+				t.Errorf("%s: %s is not found private to the allocator (found %v)", c.elf, n, got)
+			}
+		}
+		for _, n := range c.not {
+			if got[n] {
+				t.Errorf("%s: %s is found private to the allocator, but the firmware calls it", c.elf, n)
+			}
+		}
+	}
 }

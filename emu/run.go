@@ -77,9 +77,10 @@ type machine struct {
 	threadStacks  threadStacks  // suspended threads' shadow stacks (threads.go)
 	probe         *ProbeRun     // Config.Probe's handle (probe.go)
 	// The heap probe's data-access hook (pretranslate.go).
-	entryArmed          bool // stop before the first allocator entry
-	pretranslated       bool // allocator blocks were translated without the hook
-	pretranslatedBlocks int  // how many
+	entryArmed          bool     // stop before the first allocator entry
+	pretranslated       bool     // allocator blocks were translated without the hook
+	pretranslatedBlocks int      // how many
+	allocCode           []uint32 // the functions whose blocks were translated ahead
 }
 
 type irqState struct {
