@@ -71,6 +71,11 @@ static int find(const fl_heapwatch *w, uint32_t addr, uint32_t *at) {
 	return lo < w->n && w->addrs[lo] == addr;
 }
 
+int fl_hw_is_entry(const fl_heapwatch *w, uint32_t addr) {
+	uint32_t at;
+	return !w->inside && fl_hw_wants(w, addr) && find(w, addr, &at) && w->funcs[at].op != FL_HW_OP_WATCH;
+}
+
 // fl_hw_add_func watches the entry point at addr (bit 0 ignored), or
 // replaces its description. It returns 0 when out of memory.
 int fl_hw_add_func(fl_heapwatch *w, uint32_t addr, const fl_hw_func *f) {

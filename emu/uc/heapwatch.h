@@ -156,6 +156,11 @@ static inline int fl_hw_wants(const fl_heapwatch *w, uint32_t addr) {
 	return (w->filter[b >> 3] >> (b & 7)) & 1;
 }
 
+// fl_hw_is_entry says whether addr is the entry point of a hooked allocator
+// function (not a watched block address) while no watched call is in
+// progress.
+int fl_hw_is_entry(const fl_heapwatch *w, uint32_t addr);
+
 // Called by tracker.c and check.c.
 void fl_hw_block(struct fl_tracker *t, uint32_t addr);
 void fl_hw_access(struct fl_tracker *t, uint32_t addr, int size, int write);

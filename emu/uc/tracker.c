@@ -286,23 +286,17 @@ static void shadow_step(fl_tracker *t, uint32_t addr) {
 // with SP back at or above the SP of that call is a return: pop to it. The
 // SP test tells a real return from a branch to the same address in a deeper
 // activation of a recursive function.
-// allocator_entry says whether addr is the entry point of a hooked allocator
-// function (not a watched block address) and no watched call is in
-// progress.
-static int allocator_entry(const fl_heapwatch *w, uint32_t addr) {
-	if (w->inside || !fl_hw_wants(w, addr)) {
-		return 0;
+// stop_before stops the emulation before the block at addr runs, without
+// counting it (a budget or allocator-entry stop); a shadow-stack step
+// already settled for an event is not made again on re-entry.
+static void stop_before(fl_tracker *t, uint32_t addr, uint32_t size, int settled) {
+	t->cur_addr = addr;
+	t->cur_size = size;
+	if (settled) {
+		t->skip_addr = addr;
+		t->skip_valid = 1;
 	}
-	uint32_t lo = 0, hi = w->n;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (w->addrs[mid] < addr) {
-			lo = mid + 1;
-		} else {
-			hi = mid;
-		}
-	}
-	return lo < w->n && w->addrs[lo] == addr && w->funcs[lo].op != FL_HW_OP_WATCH;
+	uc_emu_stop(t->uc);
 }
 
 static void block_hook(uc_engine *uc, uint64_t addr64, uint32_t size, void *ud) {
@@ -341,27 +335,14 @@ static void block_hook(uc_engine *uc, uint64_t addr64, uint32_t size, void *ud) 
 		t->budget_hit = 1;
 		t->budget_left = t->budget > t->insns ? t->budget - t->insns : 0;
 		t->budget_block = b->insns;
-		t->cur_addr = addr;
-		t->cur_size = size;
-		if (settled) {
-			t->skip_addr = addr;
-			t->skip_valid = 1;
-		}
-		uc_emu_stop(uc);
+		stop_before(t, addr, size, settled);
 		return;
 	}
-	if (t->entry_stop && t->hw != NULL && allocator_entry(t->hw, addr)) {
-		// The first allocator entry: stop before it like a budget stop
-		// (not run, not counted, the settled step kept).
+	if (t->entry_stop && t->hw != NULL && fl_hw_is_entry(t->hw, addr)) {
+		// The first allocator entry: stop before it like a budget stop.
 		t->entry_stop = 0;
 		t->entry_hit = 1;
-		t->cur_addr = addr;
-		t->cur_size = size;
-		if (settled) {
-			t->skip_addr = addr;
-			t->skip_valid = 1;
-		}
-		uc_emu_stop(uc);
+		stop_before(t, addr, size, settled);
 		return;
 	}
 	t->insns += b->insns;
