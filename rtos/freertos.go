@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/faultline-dev/faultline/elfsym"
@@ -167,6 +168,26 @@ type frReader struct {
 
 func (r *frReader) u32(addr uint32) (uint32, error) {
 	return unwinders.ReadU32(r.in.Mem, addr)
+}
+
+// scratch returns n bytes to read into: r.buf when it is large enough
+// (names and strings are copied out of it at once), else new memory.
+func (r *frReader) scratch(n int) []byte {
+	if n <= len(r.buf) {
+		return r.buf[:n]
+	}
+	return make([]byte, n)
+}
+
+// hex32 formats v as fmt's "0x%08x" does.
+func hex32(v uint32) string {
+	const digits = "0123456789abcdef"
+	b := [10]byte{'0', 'x'}
+	for i := 9; i >= 2; i-- {
+		b[i] = digits[v&0xf]
+		v >>= 4
+	}
+	return string(b[:])
 }
 
 func (r *frReader) warnf(format string, args ...any) {
@@ -366,7 +387,7 @@ func (r *frReader) stateLists() stateLists {
 func (r *frReader) task(tcb uint32, current bool, sl stateLists) Thread {
 	l := r.l
 	t := Thread{ID: tcb, State: Unknown, Current: current, Priority: PriorityUnknown, BasePriority: PriorityUnknown, Stack: Stack{HighWaterBytes: -1}}
-	name := make([]byte, l.nameLen)
+	name := r.scratch(l.nameLen)
 	if err := r.in.Mem.Read(tcb+uint32(l.name), name); err != nil {
 		t.Name = fmt.Sprintf("TCB 0x%08x", tcb)
 		t.Err = fmt.Errorf("task control block at 0x%08x is not in the dump: %v", tcb, err)
@@ -400,8 +421,8 @@ func (r *frReader) task(tcb uint32, current bool, sl stateLists) Thread {
 		if eventC != 0 {
 			t.State = Blocked
 		} else if l.notifyState >= 0 {
-			var b [1]byte
-			if r.in.Mem.Read(tcb+uint32(l.notifyState), b[:]) == nil && b[0] == 1 {
+			b := r.scratch(1)
+			if r.in.Mem.Read(tcb+uint32(l.notifyState), b) == nil && b[0] == 1 {
 				t.State = Blocked
 				t.WaitingOn = "task notification"
 			}
@@ -416,9 +437,9 @@ func (r *frReader) task(tcb uint32, current bool, sl stateLists) Thread {
 	}
 	if delayed {
 		if t.WaitingOn == "" {
-			t.WaitingOn = fmt.Sprintf("delay until tick %d", wake)
+			t.WaitingOn = "delay until tick " + strconv.FormatUint(uint64(wake), 10)
 		} else {
-			t.WaitingOn += fmt.Sprintf(", timeout at tick %d", wake)
+			t.WaitingOn += ", timeout at tick " + strconv.FormatUint(uint64(wake), 10)
 		}
 	}
 	r.stackOf(&t, tcb)
@@ -466,15 +487,15 @@ func (r *frReader) describeEvent(list uint32) string {
 			if head, err := r.u32(h + uint32(l.qHead)); err == nil && head == 0 && l.qHead >= 0 {
 				kind = "mutex"
 			} else if l.qType >= 0 {
-				var b [1]byte
-				if r.in.Mem.Read(h+uint32(l.qType), b[:]) == nil && (b[0] == 2 || b[0] == 3) {
+				b := r.scratch(1)
+				if r.in.Mem.Read(h+uint32(l.qType), b) == nil && (b[0] == 2 || b[0] == 3) {
 					kind = "semaphore"
 				}
 			}
-			s := fmt.Sprintf("%s %s (0x%08x)", kind, name, h)
+			s := kind + " " + name + " (" + hex32(h) + ")"
 			if kind == "mutex" && l.qHolder >= 0 {
 				if holder, err := r.u32(h + uint32(l.qHolder)); err == nil && holder != 0 {
-					nb := make([]byte, l.nameLen)
+					nb := r.scratch(l.nameLen)
 					if r.in.Mem.Read(holder+uint32(l.name), nb) == nil {
 						s += " held by " + cName(nb)
 					}
@@ -485,14 +506,14 @@ func (r *frReader) describeEvent(list uint32) string {
 			return s
 		}
 	}
-	return fmt.Sprintf("event list at 0x%08x", list)
+	return "event list at " + hex32(list)
 }
 
 func (r *frReader) cString(addr uint32) string {
 	if addr == 0 {
 		return "?"
 	}
-	b := make([]byte, 32)
+	b := r.scratch(32)
 	for n := len(b); n > 0; n /= 2 {
 		if r.in.Mem.Read(addr, b[:n]) == nil {
 			return cName(b[:n])
