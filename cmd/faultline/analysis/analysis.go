@@ -278,6 +278,11 @@ type elfFacts struct {
 	// layouts caches the RTOS struct layouts of this ELF across the
 	// dumps an Analyzer decodes.
 	layouts *rtos.Layouts
+	// code is the ELF's own image (its segments), for the pairing check;
+	// tails remembers that check's tail-call answers. Both depend on the
+	// ELF only.
+	code  unwinders.Memory
+	tails *tailCache
 }
 
 func factsOf(elf *elfsym.File) elfFacts {
@@ -286,6 +291,8 @@ func factsOf(elf *elfsym.File) elfFacts {
 		return f
 	}
 	f.layouts = rtos.NewLayouts()
+	f.code = elfImage(elf)
+	f.tails = new(tailCache)
 	info := elf.Info()
 	if info.Attributes != nil {
 		f.profile = unwinders.ProfileOf(info.Attributes.CPUName)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/crashdump/fault"
@@ -149,7 +150,10 @@ func checkPairing(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, t *unwind
 
 	// 3. Instructions. The ELF's code is read from its own image, so a
 	// dump that holds flash does not mask what the ELF says.
-	code := elfImage(elf)
+	code := facts.code
+	if code == nil {
+		code = elfImage(elf)
+	}
 	faulting := &d.Regs
 	if fr := faultingRegs(frames); fr != nil {
 		faulting = fr
@@ -180,7 +184,7 @@ func checkPairing(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, t *unwind
 			differ("%s", msg)
 		}
 	}
-	if links, bad, first := callChain(elf, code, frames); bad > 0 {
+	if links, bad, first := callChain(elf, code, frames, facts.tails); bad > 0 {
 		differ("%d of the backtrace's calls do not call the function the walk found next, the first at 0x%08x", bad, first)
 	} else if links > 0 {
 		p.Evidence = append(p.Evidence, fmt.Sprintf("%d calls target the callee found", links))
@@ -434,7 +438,7 @@ func branchesTo(code unwinders.Memory, fn unwinders.Function, target uint32, dep
 // return address after a BL, the BL's target must be the function of
 // frame i, or a function that branches to it (a tail call, two levels at
 // most). It returns the links checked and the ones that fail.
-func callChain(elf *elfsym.File, code unwinders.Memory, frames []unwinders.Frame) (links, bad int, first uint32) {
+func callChain(elf *elfsym.File, code unwinders.Memory, frames []unwinders.Frame, tails *tailCache) (links, bad int, first uint32) {
 	for i := 0; i+1 < len(frames); i++ {
 		inner, outer := frames[i], frames[i+1]
 		if inner.Kind == unwinders.KindException || outer.Kind == unwinders.KindException || !outer.ReturnAddress {
@@ -456,7 +460,7 @@ func callChain(elf *elfsym.File, code unwinders.Memory, frames []unwinders.Frame
 			continue
 		}
 		links++
-		if tfn.Start == callee.Start || tailCalls(elf, code, tfn, callee.Start, 2) {
+		if tfn.Start == callee.Start || tails.tailCalls(elf, code, tfn, callee.Start) {
 			continue
 		}
 		if bad == 0 {
@@ -465,6 +469,38 @@ func callChain(elf *elfsym.File, code unwinders.Memory, frames []unwinders.Frame
 		bad++
 	}
 	return links, bad, first
+}
+
+// tailCache remembers callChain's tailCalls answers for one ELF: they
+// depend on its code only (code is the ELF's own image, not a dump's).
+// Bounded; when full it starts over. A nil *tailCache remembers nothing.
+type tailCache struct {
+	mu sync.Mutex
+	m  map[[2]uint32]bool
+}
+
+const tailCacheMax = 4096
+
+// tailCalls is tailCalls(elf, code, fn, target, 2), remembered.
+func (c *tailCache) tailCalls(elf *elfsym.File, code unwinders.Memory, fn unwinders.Function, target uint32) bool {
+	if c == nil {
+		return tailCalls(elf, code, fn, target, 2)
+	}
+	key := [2]uint32{fn.Start, target}
+	c.mu.Lock()
+	v, ok := c.m[key]
+	c.mu.Unlock()
+	if ok {
+		return v
+	}
+	v = tailCalls(elf, code, fn, target, 2)
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= tailCacheMax {
+		c.m = make(map[[2]uint32]bool)
+	}
+	c.m[key] = v
+	c.mu.Unlock()
+	return v
 }
 
 // tailCalls reports whether fn reaches target by branches (B, not BL) to
