@@ -122,12 +122,13 @@ func appendHex(b []byte, v uint32) []byte {
 // concatenated; the k-th is hexAt(s, k). (A report formats several per
 // frame of every thread: one string each was most of its allocations.)
 func hexes(vals []uint32) string {
-	var buf [64 * hexLen]byte
-	b := buf[:0]
+	var sb strings.Builder
+	sb.Grow(len(vals) * hexLen) // one allocation, of the right size
+	var b [hexLen]byte
 	for _, v := range vals {
-		b = appendHex(b, v)
+		sb.Write(appendHex(b[:0], v))
 	}
-	return string(b)
+	return sb.String()
 }
 
 // hexAt is the k-th address of a hexes string.

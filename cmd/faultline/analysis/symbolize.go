@@ -27,15 +27,14 @@ func symbolizeFrames(elf *elfsym.File, frames []unwinders.Frame) ([]FrameJSON, [
 // symbolizeFramesInto is symbolizeFrames appending to out, which must be
 // empty (its capacity is used).
 func symbolizeFramesInto(out []FrameJSON, elf *elfsym.File, frames []unwinders.Frame) ([]FrameJSON, []string) {
-	var errs []string
-	out = out[:0]
-	if cap(out) == 0 {
-		out = make([]FrameJSON, 0, len(frames))
-	}
-	// Every address the frames show, formatted at once: PC, SP and
-	// EXC_RETURN of frame i are hexAt(hex, 3i), 3i+1, 3i+2.
+	// Every address the frames show, formatted at once.
 	var valBuf [3 * 32]uint32
-	vals := valBuf[:0]
+	return symbolizeFramesHex(out, elf, frames, hexes(frameHexVals(valBuf[:0], frames)), 0)
+}
+
+// frameHexVals appends the addresses symbolizeFramesHex shows of each
+// frame: PC, SP and EXC_RETURN (0 when none).
+func frameHexVals(vals []uint32, frames []unwinders.Frame) []uint32 {
 	for _, f := range frames {
 		var exc uint32
 		if f.Exception != nil {
@@ -43,8 +42,21 @@ func symbolizeFramesInto(out []FrameJSON, elf *elfsym.File, frames []unwinders.F
 		}
 		vals = append(vals, f.PC, f.SP, exc)
 	}
-	hex := hexes(vals)
+	return vals
+}
+
+// symbolizeFramesHex is symbolizeFramesInto with the frames' addresses
+// already formatted: those of frame i are hexAt(hex, 3(base+i)) (PC),
+// 3(base+i)+1 (SP) and 3(base+i)+2 (EXC_RETURN), as frameHexVals lists
+// them (base frames of other walks come first).
+func symbolizeFramesHex(out []FrameJSON, elf *elfsym.File, frames []unwinders.Frame, hex string, base int) ([]FrameJSON, []string) {
+	var errs []string
+	out = out[:0]
+	if cap(out) == 0 {
+		out = make([]FrameJSON, 0, len(frames))
+	}
 	for fi, f := range frames {
+		fi := base + fi
 		base := FrameJSON{
 			Kind:       f.Kind.String(),
 			Method:     f.Method,

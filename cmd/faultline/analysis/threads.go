@@ -253,6 +253,8 @@ func threadReports(elf *elfsym.File, t *unwinders.Target, k *rtos.Kernel, chain 
 			s.jframes = make([]FrameJSON, jneed)
 		}
 	}()
+	var walkedBuf [64]int
+	walked := walkedBuf[:0] // the threads walked here, by index
 	for ti, th := range k.Threads {
 		j := ThreadJSON{
 			Name: th.Name, State: string(th.State), Current: th.Current,
@@ -304,20 +306,34 @@ func threadReports(elf *elfsym.File, t *unwinders.Target, k *rtos.Kernel, chain 
 				j.Stop = demangleText(elf, res.Stop.String())
 			}
 			j.Walk = res
-			var symErrs []string
-			j.Frames, symErrs = symbolizeFramesInto(jslab[jused:jused:len(jslab)], elf, res.Frames)
-			jneed += len(j.Frames)
-			if n := len(j.Frames); n > 0 && jused < len(jslab) && &j.Frames[0] == &jslab[jused] {
-				jused += n
-				j.Frames = j.Frames[:n:n]
-			}
-			for i := range j.Frames {
-				j.Frames[i].Note = demangleText(elf, j.Frames[i].Note)
-			}
-			for _, e := range symErrs {
-				r.Warnings = append(r.Warnings, fmt.Sprintf("thread %s: %s: file:line or inlined frames may be missing", th.Name, e))
-			}
+			walked = append(walked, len(r.Threads))
 		}
 		r.Threads = append(r.Threads, j)
+	}
+	// The walks' addresses, formatted at once, then each walk symbolized
+	// (warnings in thread order, as they were).
+	var frameVals [3 * 96]uint32
+	fvals := frameVals[:0]
+	for _, i := range walked {
+		fvals = frameHexVals(fvals, r.Threads[i].Walk.Frames)
+	}
+	fhex := hexes(fvals)
+	base := 0
+	for _, i := range walked {
+		j := &r.Threads[i]
+		var symErrs []string
+		j.Frames, symErrs = symbolizeFramesHex(jslab[jused:jused:len(jslab)], elf, j.Walk.Frames, fhex, base)
+		base += len(j.Walk.Frames)
+		jneed += len(j.Frames)
+		if n := len(j.Frames); n > 0 && jused < len(jslab) && &j.Frames[0] == &jslab[jused] {
+			jused += n
+			j.Frames = j.Frames[:n:n]
+		}
+		for i := range j.Frames {
+			j.Frames[i].Note = demangleText(elf, j.Frames[i].Note)
+		}
+		for _, e := range symErrs {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("thread %s: %s: file:line or inlined frames may be missing", j.Name, e))
+		}
 	}
 }
