@@ -124,9 +124,15 @@ func appendHex(b []byte, v uint32) []byte {
 func hexes(vals []uint32) string {
 	var sb strings.Builder
 	sb.Grow(len(vals) * hexLen) // one allocation, of the right size
-	var b [hexLen]byte
-	for _, v := range vals {
-		sb.Write(appendHex(b[:0], v))
+	var buf [64 * hexLen]byte
+	for len(vals) > 0 {
+		n := min(len(vals), 64)
+		b := buf[:0]
+		for _, v := range vals[:n] {
+			b = appendHex(b, v)
+		}
+		sb.Write(b)
+		vals = vals[n:]
 	}
 	return sb.String()
 }

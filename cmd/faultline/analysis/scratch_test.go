@@ -99,7 +99,7 @@ func TestAnalyzeScratchSameReport(t *testing.T) {
 // what Hex and fmt give.
 func TestHexes(t *testing.T) {
 	vals := []uint32{0, 1, 0x8000_0000, 0xffff_ffff, 0x2000_17d8, 0xdead_beef}
-	for i := range 40 { // past the stack buffers
+	for i := range 140 { // past the stack buffers and the 64-value chunks
 		vals = append(vals, uint32(i)*0x0101_0101)
 	}
 	s := hexes(vals)

@@ -115,7 +115,6 @@ func (s *inputSet) add(p string) {
 // addCandidates keeps the files that are dumps (see above), sorted.
 func (s *inputSet) addCandidates(files []string, arg string) {
 	slices.Sort(files)
-	referenced := map[string]bool{}
 	var manifests, others []string
 	var jsons []string
 	for _, f := range files {
@@ -125,6 +124,10 @@ func (s *inputSet) addCandidates(files []string, arg string) {
 			others = append(others, f)
 		}
 	}
+	// The maps below get an entry per manifest (per file for seen): sized
+	// at once, they are not rebuilt again and again as a batch of
+	// thousands of dumps fills them.
+	referenced := make(map[string]bool, len(jsons))
 	// Reading every manifest is the part of a large batch that runs
 	// before the workers start: spread it over the cores.
 	type refs struct {
@@ -136,7 +139,7 @@ func (s *inputSet) addCandidates(files []string, arg string) {
 	parallel(len(jsons), func(i int) {
 		read[i].paths, read[i].data, read[i].ok = readManifestRefs(jsons[i])
 	})
-	content := map[string][]byte{}
+	content := make(map[string][]byte, len(jsons))
 	for i, f := range jsons {
 		if !read[i].ok {
 			continue // another tool's JSON
@@ -165,6 +168,9 @@ func (s *inputSet) addCandidates(files []string, arg string) {
 		}
 	}
 	slices.Sort(keep)
+	if len(s.seen) == 0 {
+		s.seen = make(map[string]bool, len(keep))
+	}
 	if len(keep) == 0 {
 		s.problems = append(s.problems, inputError{arg, fmt.Errorf("%s: no crash dump found", arg)})
 	}
@@ -174,7 +180,7 @@ func (s *inputSet) addCandidates(files []string, arg string) {
 			s.paths = append(s.paths, f)
 			if data := content[f]; data != nil && s.cached+int64(len(data)) <= inputCacheMax {
 				if s.contents == nil {
-					s.contents = map[string][]byte{}
+					s.contents = make(map[string][]byte, len(keep))
 				}
 				s.contents[f] = data
 				s.cached += int64(len(data))
