@@ -161,7 +161,13 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 	if err != nil {
 		return nil, err
 	}
-	r := &Report{
+	var r *Report
+	if s != nil {
+		r = &s.report // the previous report made with s is no longer used
+	} else {
+		r = new(Report)
+	}
+	*r = Report{
 		Schema: Schema, Dump: d.Path, Unwinder: name, CPU: d.CPU, Regs: d.Regs,
 		Truth: d.Truth, Profile: t.Profile, Warnings: warnings,
 		Faultline: Version, Registers: registersJSON(&d.Regs), FaultRegisters: faultRegistersJSON(d.Fault),

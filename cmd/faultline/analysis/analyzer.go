@@ -61,4 +61,5 @@ type Scratch struct {
 	kthreads []rtos.Thread     // the kernel's thread list (rtos.Input.Threads)
 	crash    []unwinders.Frame // the crash's own walk
 	crashJ   []FrameJSON       // and its report frames
+	report   Report            // the report itself
 }
