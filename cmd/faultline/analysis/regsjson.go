@@ -23,7 +23,8 @@ type ELFJSON struct {
 // object of hex strings in a fixed order (the order it was built in),
 // holding only known values.
 type HexRegs struct {
-	names  []string
+	names  []string        // the names; nil when regs names the values
+	regs   []unwinders.Reg // registersJSON's: named by their lower-case names
 	values []uint32
 }
 
@@ -32,19 +33,28 @@ func (h *HexRegs) add(name string, v uint32) {
 	h.values = append(h.values, v)
 }
 
+// name is the name of value i.
+func (h *HexRegs) name(i int) string {
+	if h.names != nil {
+		return h.names[i]
+	}
+	return strings.ToLower(h.regs[i].String())
+}
+
 // Len returns the number of values.
-func (h *HexRegs) Len() int { return len(h.names) }
+func (h *HexRegs) Len() int { return len(h.values) }
 
 // MarshalJSON writes {"r0": "0x00000000", ...}.
 func (h HexRegs) MarshalJSON() ([]byte, error) {
-	return h.AppendJSON(make([]byte, 0, 2+len(h.names)*22)), nil
+	return h.AppendJSON(make([]byte, 0, 2+len(h.values)*22)), nil
 }
 
 // AppendJSON appends what MarshalJSON returns to b.
 func (h *HexRegs) AppendJSON(b []byte) []byte {
 	const digits = "0123456789abcdef"
 	b = append(b, '{')
-	for i, n := range h.names {
+	for i := range h.values {
+		n := h.name(i)
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -63,11 +73,17 @@ func (h *HexRegs) AppendJSON(b []byte) []byte {
 // registersJSON lists the dump's known registers, core and special ones
 // first, then the FP registers.
 func registersJSON(r *unwinders.Registers) *HexRegs {
-	h := &HexRegs{names: make([]string, 0, unwinders.NumRegs), values: make([]uint32, 0, unwinders.NumRegs)}
-	r.Each(func(reg unwinders.Reg, v uint32) { h.add(strings.ToLower(reg.String()), v) })
-	if h.Len() == 0 {
+	// Registers, not their names: one byte each where a name is sixteen.
+	n := 0
+	r.Each(func(unwinders.Reg, uint32) { n++ })
+	if n == 0 {
 		return nil
 	}
+	h := &HexRegs{regs: make([]unwinders.Reg, 0, n), values: make([]uint32, 0, n)}
+	r.Each(func(reg unwinders.Reg, v uint32) {
+		h.regs = append(h.regs, reg)
+		h.values = append(h.values, v)
+	})
 	return h
 }
 
