@@ -202,7 +202,7 @@ func walk(t *Target, regs Registers, chain []Unwinder, opt Options) Result {
 		raw := caller.PC
 		switch {
 		case raw == ResetLR:
-			res.Stop = Stop{Kind: StopEndOfStack, Detail: "return address 0xFFFFFFFF (reset value of LR) found by " + caller.Method}
+			res.Stop = Stop{Kind: StopEndOfStack, Detail: resetLRDetail(caller.Method)}
 			return res
 		case raw == FNCReturn0 || raw == FNCReturn1:
 			if t.Profile != V8M {
@@ -302,6 +302,26 @@ func walk(t *Target, regs Registers, chain []Unwinder, opt Options) Result {
 			return res
 		}
 	}
+}
+
+// resetLRDetail is the stop detail of a walk that found the reset value of
+// LR: every RTOS task's walk ends so, and the strategies are few, so the
+// usual texts are constants rather than a string built per walk.
+func resetLRDetail(method string) string {
+	const prefix = "return address 0xFFFFFFFF (reset value of LR) found by "
+	switch method {
+	case "cfi":
+		return prefix + "cfi"
+	case "exidx":
+		return prefix + "exidx"
+	case "prologue":
+		return prefix + "prologue"
+	case "framepointer":
+		return prefix + "framepointer"
+	case "stackscan":
+		return prefix + "stackscan"
+	}
+	return prefix + method
 }
 
 // step asks each strategy in turn for the caller of the last frame and

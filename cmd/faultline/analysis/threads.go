@@ -253,6 +253,7 @@ func threadReports(elf *elfsym.File, t *unwinders.Target, k *rtos.Kernel, chain 
 			s.jframes = make([]FrameJSON, jneed)
 		}
 	}()
+	var tt unwinders.Target // each walk's view of the target
 	var walkedBuf [64]int
 	walked := walkedBuf[:0] // the threads walked here, by index
 	for ti, th := range k.Threads {
@@ -289,7 +290,7 @@ func threadReports(elf *elfsym.File, t *unwinders.Target, k *rtos.Kernel, chain 
 			j.Frames = []FrameJSON{}
 			j.Stop = "context not recovered"
 		default:
-			tt := *t
+			tt = *t             // one copy for all the walks (it escapes to the heap)
 			tt.MainStackTop = 0 // a task's stack is not the main stack: its top is unknown
 			if th.Stack.Start != 0 && th.Stack.End > th.Stack.Start {
 				tt.ProcessStack = unwinders.Range{Lo: th.Stack.Start, Hi: th.Stack.End}
