@@ -29,7 +29,7 @@ func symbolizeFrames(elf *elfsym.File, frames []unwinders.Frame) ([]FrameJSON, [
 func symbolizeFramesInto(out []FrameJSON, elf *elfsym.File, frames []unwinders.Frame) ([]FrameJSON, []string) {
 	// Every address the frames show, formatted at once.
 	var valBuf [3 * 32]uint32
-	return symbolizeFramesHex(out, elf, frames, hexes(frameHexVals(valBuf[:0], frames)), 0)
+	return symbolizeFramesHex(out, elf, frames, hexes(frameHexVals(valBuf[:0], frames)), 0, nil)
 }
 
 // frameHexVals appends the addresses symbolizeFramesHex shows of each
@@ -46,17 +46,22 @@ func frameHexVals(vals []uint32, frames []unwinders.Frame) []uint32 {
 }
 
 // symbolizeFramesHex is symbolizeFramesInto with the frames' addresses
-// already formatted: those of frame i are hexAt(hex, 3(base+i)) (PC),
-// 3(base+i)+1 (SP) and 3(base+i)+2 (EXC_RETURN), as frameHexVals lists
-// them (base frames of other walks come first).
-func symbolizeFramesHex(out []FrameJSON, elf *elfsym.File, frames []unwinders.Frame, hex string, base int) ([]FrameJSON, []string) {
+// already formatted: those of frame i are hexAt(hex, 3(first+i)) (PC),
+// 3(first+i)+1 (SP) and 3(first+i)+2 (EXC_RETURN), as frameHexVals lists
+// them (first frames of other walks come first). The frames' offsets are
+// appended to offs, which must have room for one per frame (a nil offs
+// gets one allocation for them all).
+func symbolizeFramesHex(out []FrameJSON, elf *elfsym.File, frames []unwinders.Frame, hex string, first int, offs []int64) ([]FrameJSON, []string) {
 	var errs []string
 	out = out[:0]
 	if cap(out) == 0 {
 		out = make([]FrameJSON, 0, len(frames))
 	}
+	if cap(offs)-len(offs) < len(frames) {
+		offs = make([]int64, 0, len(frames))
+	}
 	for fi, f := range frames {
-		fi := base + fi
+		fi := first + fi
 		base := FrameJSON{
 			Kind:       f.Kind.String(),
 			Method:     f.Method,
@@ -101,8 +106,8 @@ func symbolizeFramesHex(out []FrameJSON, elf *elfsym.File, frames []unwinders.Fr
 		}
 		if haveSym {
 			base.Symbol = ref.Name
-			off := int64(f.PC) - int64(ref.Start)
-			base.Offset = &off
+			offs = append(offs, int64(f.PC)-int64(ref.Start)) // never grows: room for every frame
+			base.Offset = &offs[len(offs)-1]
 			base.Gap = ref.Placement == elfsym.InGap
 		}
 		if len(locs) == 0 {

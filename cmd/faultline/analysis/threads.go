@@ -319,11 +319,13 @@ func threadReports(elf *elfsym.File, t *unwinders.Target, k *rtos.Kernel, chain 
 		fvals = frameHexVals(fvals, r.Threads[i].Walk.Frames)
 	}
 	fhex := hexes(fvals)
+	offs := make([]int64, 0, len(fvals)/3) // every walk's frame offsets
 	base := 0
 	for _, i := range walked {
 		j := &r.Threads[i]
 		var symErrs []string
-		j.Frames, symErrs = symbolizeFramesHex(jslab[jused:jused:len(jslab)], elf, j.Walk.Frames, fhex, base)
+		n := len(j.Walk.Frames)
+		j.Frames, symErrs = symbolizeFramesHex(jslab[jused:jused:len(jslab)], elf, j.Walk.Frames, fhex, base, offs[base:base:base+n])
 		base += len(j.Walk.Frames)
 		jneed += len(j.Frames)
 		if n := len(j.Frames); n > 0 && jused < len(jslab) && &j.Frames[0] == &jslab[jused] {
