@@ -72,10 +72,9 @@ func (m *machine) allocatorEntry() error {
 	}
 	if m.scs.MPUCtrl&mpuEnable == 0 {
 		m.allocCode = append(append([]uint32(nil), m.probe.entries...), m.img.allocatorCallees(m.probe.entries)...)
-		n, err := m.pretranslate(m.allocCode)
-		if err != nil {
-			return err
-		}
+		// A failed request only leaves blocks to be translated with
+		// the hook: the run goes on, slower.
+		n, _ := m.pretranslate(m.allocCode)
 		m.pretranslated = n > 0
 		m.pretranslatedBlocks = n
 	}
@@ -134,7 +133,7 @@ func (m *machine) pretranslate(entries []uint32) (int, error) {
 			if err != nil {
 				return n, fmt.Errorf("emu: translating the allocator's code: %w", err)
 			}
-			n++
+			n++ // counted even when empty: RemoveTBs covers the function
 			if size == 0 {
 				continue
 			}
