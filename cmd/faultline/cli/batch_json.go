@@ -234,18 +234,24 @@ func isEmptyValue(v reflect.Value) bool {
 	return false
 }
 
-func appendFrames(b []byte, frames []analysis.FrameJSON) []byte {
-	if frames == nil {
+// appendList writes xs as a JSON array (null when nil), each element with
+// elem.
+func appendList[T any](b []byte, xs []T, elem func([]byte, *T) []byte) []byte {
+	if xs == nil {
 		return append(b, "null"...)
 	}
 	b = append(b, '[')
-	for i := range frames {
+	for i := range xs {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendFrame(b, &frames[i])
+		b = elem(b, &xs[i])
 	}
 	return append(b, ']')
+}
+
+func appendFrames(b []byte, frames []analysis.FrameJSON) []byte {
+	return appendList(b, frames, appendFrame)
 }
 
 // appendFrame writes the fields of frameShape.
@@ -281,17 +287,7 @@ func appendFrame(b []byte, f *analysis.FrameJSON) []byte {
 }
 
 func appendThreads(b []byte, threads []analysis.ThreadJSON) []byte {
-	if threads == nil {
-		return append(b, "null"...)
-	}
-	b = append(b, '[')
-	for i := range threads {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendThread(b, &threads[i])
-	}
-	return append(b, ']')
+	return appendList(b, threads, appendThread)
 }
 
 // appendThread writes the fields of threadShape and stackShape.
