@@ -304,6 +304,12 @@ func (m *machine) setup() error {
 		m.mainAddr = mainSym.addr
 	}
 	if start&1 == 0 {
+		if m.cfg.Call == "" {
+			// The entry is the reset vector: name the slot it was read
+			// from, so that a vector table elsewhere is recognised.
+			return fmt.Errorf("emu: %s: the reset vector (the word at %#08x, slot 1 of the vector table at %#08x) is %#x, not a Thumb code address (bit 0 clear); if the vector table is elsewhere, start with --call FUNCTION",
+				m.img.path, m.img.vtor+4, m.img.vtor, start)
+		}
 		return fmt.Errorf("emu: %s: entry point %#x is not Thumb code (bit 0 clear)", m.img.path, start)
 	}
 	for _, w := range []struct {
