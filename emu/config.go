@@ -32,6 +32,13 @@ func configErrorf(format string, args ...any) error {
 	return &configError{fmt.Sprintf(format, args...)}
 }
 
+// ConfigErrorf returns an error wrapping ErrConfig with its own message,
+// for a Probe's Start that finds the configuration does not fit the
+// firmware (a function named on the command line that it lacks).
+func ConfigErrorf(format string, args ...any) error {
+	return configErrorf(format, args...)
+}
+
 // NoFaultError says why a run ended without a fault. It wraps ErrNoFault.
 type NoFaultError struct {
 	Reason string // e.g. "instruction limit of 1000000 reached"

@@ -247,7 +247,7 @@ func (t *Tracker) Start(r *emu.ProbeRun) error {
 		addr, _, fn, ok := r.Symbol(f.Name)
 		if !ok || !fn {
 			if f.Family == "custom" {
-				return fmt.Errorf("heap: no function %q in the firmware", f.Name)
+				return emu.ConfigErrorf("heap: no function %q in the firmware", f.Name)
 			}
 			continue
 		}

@@ -17,6 +17,11 @@ import (
 	"github.com/faultline-dev/faultline/emu/uc"
 )
 
+// maxHeapHeader bounds --header: allocators keep a few words of
+// bookkeeping before a block (newlib and FreeRTOS heap_4 8 bytes, TLSF 8-16,
+// debug allocators with guard words a few dozen).
+const maxHeapHeader = 256
+
 type heapFlags struct {
 	emulateFlags
 	format string
@@ -84,6 +89,8 @@ func RunHeap(cmd *cobra.Command, cfg emu.Config, funcs []heap.Func) (*HeapRun, e
 	switch {
 	case errors.Is(err, uc.ErrUnavailable):
 		return nil, fmt.Errorf("heap: %w", err)
+	case errors.Is(err, emu.ErrConfig):
+		return nil, usageError{err}
 	case errors.As(err, &nf):
 		run.Ended, run.Insns = nf.Reason, nf.Insns
 	case err != nil:
@@ -111,6 +118,17 @@ func runHeap(cmd *cobra.Command, f *heapFlags) error {
 	}
 	if (f.alloc == "") != (f.free == "") {
 		return usagef("--alloc and --free go together")
+	}
+	if f.alloc != "" && f.alloc == f.free {
+		return usagef("--alloc and --free name the same function %q: one function cannot be both the allocator and the deallocator", f.alloc)
+	}
+	if cmd.Flags().Changed("header") {
+		if f.alloc == "" {
+			return usagef("--header goes with --alloc and --free (the known allocators' bookkeeping sizes are built in)")
+		}
+		if f.header > maxHeapHeader {
+			return usagef("--header %d: want 0 to %d (the bytes of bookkeeping just before each block)", f.header, maxHeapHeader)
+		}
 	}
 	cfg, err := f.emuConfig()
 	if err != nil {

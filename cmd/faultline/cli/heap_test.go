@@ -145,8 +145,22 @@ func TestHeapTextAndHTML(t *testing.T) {
 		t.Errorf("--alloc alone: exit %d, %s", code, stderr)
 	}
 	_, stderr, code = run(t, "", "heap", "--elf", elf, "--alloc", "no_such_alloc", "--free", "free")
-	if code != ExitInput || !strings.Contains(stderr, `no function "no_such_alloc"`) {
-		t.Errorf("--alloc of a missing function: exit %d, %s", code, stderr)
+	if code != ExitUsage || !strings.Contains(stderr, `no function "no_such_alloc"`) {
+		t.Errorf("--alloc of a missing function: exit %d (want %d, usage, as emulate --call nosuch), %s", code, ExitUsage, stderr)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--alloc", "malloc", "--free", "malloc"}, "name the same function"},
+		{[]string{"--alloc", "malloc", "--free", "free", "--header", "4000000000"}, "--header 4000000000: want 0 to 256"},
+		{[]string{"--header", "8"}, "--header goes with --alloc and --free"},
+		{[]string{"--set", "no_such_global=1"}, "no_such_global"},
+	} {
+		_, stderr, code = run(t, "", append([]string{"heap", "--elf", elf}, c.args...)...)
+		if code != ExitUsage || !strings.Contains(stderr, c.want) {
+			t.Errorf("heap %s: exit %d, %s; want exit %d saying %q", strings.Join(c.args, " "), code, stderr, ExitUsage, c.want)
+		}
 	}
 }
 
