@@ -264,7 +264,11 @@ type ThreadTruth struct {
 
 // Result is the state at the first instruction of the fault handler.
 type Result struct {
-	CPU       string
+	CPU string
+	// BuildID is the firmware ELF's GNU build ID in lower-case hex ("" if
+	// it has none), recorded in the dump so that --symbols can find the
+	// ELF by it.
+	BuildID   string
 	Registers Registers
 	Fault     FaultRegisters
 	// Exception is the exception being handled (IPSR), e.g. 3 for HardFault.

@@ -456,7 +456,7 @@ func boolBit(b bool, bit uint32) uint32 {
 
 // result reads the final state into a Result.
 func (m *machine) result(cause Cause) (*Result, error) {
-	res := &Result{CPU: m.cpu.name, Cause: cause, Insns: m.tr.Insns()}
+	res := &Result{CPU: m.cpu.name, BuildID: m.img.buildID, Cause: cause, Insns: m.tr.Insns()}
 	g := &res.Registers
 	for i := 0; i < 13; i++ {
 		g.R[i] = m.reg(uc.RegR(i))

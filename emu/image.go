@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"sort"
 
+	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/emu/uc"
 )
 
@@ -71,6 +73,7 @@ type image struct {
 	funcs   []symbol // sorted by addr
 	byName  map[string]symbol
 	cpu     string // from .ARM.attributes, "" if unknown
+	buildID string // the GNU build ID in lower-case hex, "" without one
 	// dataLMA maps run addresses of initialised data to load addresses so
 	// that Config.Sets reach the copy the startup code makes.
 	segs []elf.ProgHeader
@@ -193,7 +196,40 @@ func loadImage(path string, r io.ReaderAt) (*image, error) {
 		return nil, &FormatError{File: path, What: "symbol table", Err: err}
 	}
 	img.cpu = cpuFromAttributes(f)
+	img.buildID = buildIDOf(f)
 	return img, nil
+}
+
+// buildIDOf returns the GNU build ID of f (the NT_GNU_BUILD_ID note of
+// an SHT_NOTE section, else of a PT_NOTE segment) in lower-case hex, as
+// elfsym.File.BuildID reads it; "" when there is none or it cannot be read.
+func buildIDOf(f *elf.File) string {
+	const maxNotes = 1 << 16 // note areas are a few dozen bytes
+	for _, s := range f.Sections {
+		if s.Type != elf.SHT_NOTE || s.Size > maxNotes {
+			continue
+		}
+		b, err := s.Data()
+		if err != nil {
+			continue
+		}
+		if id, ok := elfsym.FindBuildIDNote(b); ok {
+			return hex.EncodeToString(id)
+		}
+	}
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_NOTE || p.Filesz > maxNotes {
+			continue
+		}
+		b := make([]byte, p.Filesz)
+		if _, err := p.ReadAt(b, 0); err != nil {
+			continue
+		}
+		if id, ok := elfsym.FindBuildIDNote(b); ok {
+			return hex.EncodeToString(id)
+		}
+	}
+	return ""
 }
 
 // mergeExtents rounds extents to regionAlign and merges the ones that touch

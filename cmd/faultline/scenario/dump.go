@@ -9,7 +9,7 @@ import (
 
 // Dump builds the faultline.dump/1 content of an emulated fault.
 func Dump(res *emu.Result) *crashdump.Dump {
-	d := &crashdump.Dump{Format: crashdump.FormatNative, CPU: res.CPU}
+	d := &crashdump.Dump{Format: crashdump.FormatNative, CPU: res.CPU, BuildID: res.BuildID}
 	g := res.Registers
 	for i := 0; i < 13; i++ {
 		d.Regs.Set(unwinders.R0+unwinders.Reg(i), g.R[i])
