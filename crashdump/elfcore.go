@@ -93,7 +93,10 @@ func parseELFCore(data []byte, name string, _ func(string) ([]byte, error)) (*Du
 		return nil, r.errAt(44, "%d program headers: more than %d", phnum, maxCoreSegs)
 	}
 	set := &regionSet{r: r}
-	var notes []note
+	var (
+		notes []note
+		cut   *FormatError // the first note segment the file does not hold in full
+	)
 	for i := 0; i < int(phnum); i++ {
 		h := int(phoff) + i*elfPhdrSize
 		typ := binary.LittleEndian.Uint32(data[h:])
@@ -122,11 +125,22 @@ func parseELFCore(data []byte, name string, _ func(string) ([]byte, error)) (*Du
 		case ptNote:
 			n := min(uint64(filesz), avail)
 			if n < uint64(filesz) {
-				d.Warnings = append(d.Warnings, fmt.Sprintf("note segment %d is cut short: %d of %d bytes", i, n, filesz))
+				// A core cut short: the notes (the registers) may lie
+				// wholly or partly beyond the end of the file.
+				d.Warnings = append(d.Warnings, fmt.Sprintf("note segment %d is cut short: %d of %d bytes at offset %d", i, n, filesz, off))
+				if cut == nil {
+					cut = r.errAt(int(min(uint64(off), uint64(len(data)))), "truncated: note segment %d (%d bytes at offset %d) needs the file to be %d bytes long, it has %d; the registers are in it", i, filesz, off, uint64(off)+uint64(filesz), len(data))
+				}
+			}
+			if n == 0 {
+				continue
 			}
 			ns, stop := parseNotes(data[off:uint64(off)+n], maxCoreNotes-len(notes))
 			if uint64(stop) < n {
 				d.Warnings = append(d.Warnings, fmt.Sprintf("note segment %d: the note at offset %d does not fit; the notes after it were ignored", i, uint64(off)+uint64(stop)))
+			}
+			for k := range ns {
+				ns[k].off += int(off)
 			}
 			notes = append(notes, ns...)
 		}
@@ -148,7 +162,7 @@ func parseELFCore(data []byte, name string, _ func(string) ([]byte, error)) (*Du
 		switch {
 		case n.name == "CORE" && n.typ == ntPRStatus:
 			if len(n.desc) < prstatusRegOff+17*4 {
-				return nil, r.errAt(-1, "NT_PRSTATUS note of %d bytes: want %d (struct elf_prstatus with r0-r15 and cpsr at offset %d)", len(n.desc), prstatusSize, prstatusRegOff)
+				return nil, r.errAt(n.off, "NT_PRSTATUS note of %d bytes: want %d (struct elf_prstatus with r0-r15 and cpsr at offset %d)", len(n.desc), prstatusSize, prstatusRegOff)
 			}
 			w := func(i int) uint32 { return binary.LittleEndian.Uint32(n.desc[prstatusRegOff+4*i:]) }
 			var th Thread
@@ -191,6 +205,9 @@ func parseELFCore(data []byte, name string, _ func(string) ([]byte, error)) (*Du
 		}
 	}
 	if len(threads) == 0 {
+		if cut != nil {
+			return nil, cut
+		}
 		return nil, r.errAt(-1, "no NT_PRSTATUS note: a core file without registers cannot be decoded")
 	}
 	threads[0].Regs.Each(func(reg unwinders.Reg, v uint32) { d.Regs.Set(reg, v) })

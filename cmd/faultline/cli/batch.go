@@ -178,8 +178,22 @@ func runBatch(a dumpAnalyzer, jobs []batchJob, workers int, keepDump, reuse bool
 
 // analyzeOne loads and analyses one dump, with the memory of s when it is
 // not nil.
-func analyzeOne(a dumpAnalyzer, j batchJob, keepDump bool, s *batchScratch) batchResult {
-	res := batchResult{job: j}
+//
+// A panic while doing so (a bug: no input should cause one) is caught and
+// becomes this dump's error, an internalError naming the input, so that
+// one bad input costs one error line and the batch reports every other
+// dump. The scratch is then cleared: it may be half written.
+func analyzeOne(a dumpAnalyzer, j batchJob, keepDump bool, s *batchScratch) (res batchResult) {
+	res = batchResult{job: j}
+	defer func() {
+		if v := recover(); v != nil {
+			if s != nil {
+				*s = batchScratch{}
+			}
+			res.report = nil
+			res.err = &internalError{input: j.name, value: v, stack: debug.Stack()}
+		}
+	}()
 	var bufs *crashdump.Buffers
 	if s != nil {
 		bufs = &s.bufs
@@ -310,5 +324,25 @@ func (p *progress) finish() {
 	defer p.mu.Unlock()
 	if p.drawn {
 		io.WriteString(p.w, "\r\x1b[K")
+	}
+}
+
+// internalError is a panic caught while processing one input: a bug in
+// faultline, reported as that input's error rather than ending the run.
+type internalError struct {
+	input string
+	value any
+	stack []byte
+}
+
+func (e *internalError) Error() string {
+	return fmt.Sprintf("%s: internal error: %v (a bug in faultline, please report it with this input; the other inputs are not affected)", e.input, e.value)
+}
+
+// recoverInput, deferred, turns a panic while processing input into an
+// internalError in *err.
+func recoverInput(input string, err *error) {
+	if v := recover(); v != nil {
+		*err = &internalError{input: input, value: v, stack: debug.Stack()}
 	}
 }

@@ -145,7 +145,10 @@ stderr, the others go on, and the exit status is then 1.`,
 }
 
 // compareDump runs every strategy on the dump at path.
-func compareDump(elf *elfsym.File, path string, maxFrames int) (*compareJSON, *crashdump.Dump, error) {
+// A panic doing so becomes this dump's error (internalError), so that one
+// bad input of several costs one error line.
+func compareDump(elf *elfsym.File, path string, maxFrames int) (_ *compareJSON, _ *crashdump.Dump, err error) {
+	defer recoverInput(path, &err)
 	d, err := crashdump.Load(path)
 	if err != nil {
 		return nil, nil, err
