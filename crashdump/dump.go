@@ -64,6 +64,10 @@ type Dump struct {
 	// Memory once the ELF is known.
 	SymbolRegions []SymbolRegion
 	Truth         *Truth // the true call stack, nil if the dump has none
+	// Lockup is set when the dump records that the core locked up (the
+	// native "lockup"): Regs are then the state at the faulting
+	// instruction, no handler ran.
+	Lockup *fault.LockupInfo
 	// Threads are the threads the dump itself lists (an ELF core's
 	// NT_PRSTATUS notes), the crashing one first with Regs as its
 	// registers; nil when the dump lists one thread or none. An RTOS's

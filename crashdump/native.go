@@ -25,6 +25,7 @@ import (
 //	  "fault":     {"cfsr": "0x8200", "hfsr": ..., ...},    optional; overrides the SCB bytes in memory
 //	  "memory":    [{"address": "0x20000000", "file": "ram.bin", "size": 65536},
 //	                {"address": "0xe000ed28", "hex": "00820000"}],
+//	  "lockup":    {"fault": "BusFault", "pc": "0x48", "detail": "..."},  optional; the core locked up
 //	  "truth":     {"source": "...", "frames": [...], "stop": "...",  optional
 //	                "threads": [{"frame": "0x...", "sp": "0x...", "frames": [...]}]}  optional
 //	}
@@ -135,6 +136,11 @@ func parseNativePrecise(data []byte, name string, readFile func(rel string) ([]b
 	}
 	if n, ok := get("truth"); ok {
 		if d.Truth, err = p.truth(n); err != nil {
+			return nil, err
+		}
+	}
+	if n, ok := get("lockup"); ok {
+		if d.Lockup, err = p.lockup(n); err != nil {
 			return nil, err
 		}
 	}
@@ -528,6 +534,37 @@ func (p *parser) threadTruth(e node) (ThreadTruth, error) {
 }
 
 // truthFrame decodes one element of truth.frames.
+// lockup decodes "lockup": an object whose keys are all optional ("fault",
+// "pc", "detail"); unknown keys are ignored, as in "truth".
+func (p *parser) lockup(n node) (*fault.LockupInfo, error) {
+	ms, err := p.members(n)
+	if err != nil {
+		return nil, err
+	}
+	l := new(fault.LockupInfo)
+	for _, m := range ms {
+		switch m.key {
+		case "fault":
+			if l.Fault, err = p.optStr(m.val); err != nil {
+				return nil, err
+			}
+		case "detail":
+			if l.Detail, err = p.optStr(m.val); err != nil {
+				return nil, err
+			}
+		case "pc":
+			if m.val.isNull() {
+				continue
+			}
+			if l.PC, err = p.u32(m.val); err != nil {
+				return nil, err
+			}
+			l.HasPC = true
+		}
+	}
+	return l, nil
+}
+
 func (p *parser) truthFrame(e node) (TruthFrame, error) {
 	var f TruthFrame
 	ms, err := p.members(e)

@@ -132,6 +132,9 @@ func parseNativeFast(data []byte, name string, readFile func(rel string) ([]byte
 			var ok bool
 			d.Truth, ok = s.truth()
 			return ok
+		case "lockup":
+			// Rare: left to the precise reader.
+			return false
 		}
 		return s.skip(0)
 	})

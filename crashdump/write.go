@@ -114,8 +114,14 @@ type (
 		BuildID   string       `json:"build_id,omitempty"`
 		Registers hexObject    `json:"registers"`
 		Fault     hexObject    `json:"fault,omitempty"`
+		Lockup    *lockupJSON  `json:"lockup,omitempty"`
 		Memory    []memoryJSON `json:"memory"`
 		Truth     *truthJSON   `json:"truth,omitempty"`
+	}
+	lockupJSON struct {
+		Fault  string `json:"fault,omitempty"`
+		PC     string `json:"pc,omitempty"`
+		Detail string `json:"detail,omitempty"`
 	}
 	memoryJSON struct {
 		Address string `json:"address"`
@@ -177,6 +183,12 @@ func (d *Dump) encode(base string, maxHex int) ([]byte, []outFile, error) {
 	d.Fault.Each(func(name string, v uint32) {
 		m.Fault = append(m.Fault, hexPair{strings.ToLower(name), v})
 	})
+	if l := d.Lockup; l != nil {
+		m.Lockup = &lockupJSON{Fault: l.Fault, Detail: l.Detail}
+		if l.HasPC {
+			m.Lockup.PC = hex32(l.PC)
+		}
+	}
 	if _, err := d.Image(); err != nil {
 		return nil, nil, err
 	}

@@ -19,7 +19,8 @@ type Cause struct {
 type Report struct {
 	// Exception names the exception the core took: "HardFault",
 	// "MemManage", "BusFault", "UsageFault", "SecureFault", "NMI",
-	// "SVCall", "PendSV", "SysTick", "IRQ 5", "Thread mode" when no
+	// "SVCall", "PendSV", "SysTick", "IRQ 5", "Lockup" when the dump
+	// records that the core locked up, "Thread mode" when no
 	// exception was active and none could be inferred, or "unknown".
 	Exception string
 	// Number is the exception number (IPSR value); 0 when unknown.
@@ -54,6 +55,21 @@ type Input struct {
 	// state (IPSR 0 or unknown, or not a fault handler while the status
 	// registers record a fault, and LR not an EXC_RETURN value).
 	Faulting *unwinders.Registers
+	// Lockup is set when the dump records that the core locked up (a
+	// fault that could not be taken); the registers are then the state at
+	// the faulting instruction. Nil otherwise.
+	Lockup *LockupInfo
+}
+
+// LockupInfo is what a dump records about a lockup (ARMv7-M B1.5.15, ARMv6-M
+// B1.5.14): the core met a fault it could not take (in HardFault or NMI,
+// with FAULTMASK set, or when the HardFault entry itself faulted) and
+// stopped executing.
+type LockupInfo struct {
+	Fault  string // the fault that could not be taken ("BusFault"), "" if not said
+	PC     uint32 // the faulting instruction's address (when HasPC)
+	HasPC  bool
+	Detail string // what happened, in words; "" if not said
 }
 
 // Decode explains a fault from the registers as the dump captured them and
@@ -140,6 +156,39 @@ func isExcReturn(v uint32) bool { return v>>24 == 0xFF || v>>25 == 0x7F }
 func (d *decoder) exception() {
 	prof := d.prof
 	ipsr, ipsrOK := d.regs.IPSR()
+	if l := d.in.Lockup; l != nil {
+		// Named as what it is: the IPSR is that of the code that
+		// faulted, not of a handler that was entered.
+		d.rep.Exception, d.rep.Number = "Lockup", 0
+		if ipsrOK {
+			d.rep.Number = int(ipsr)
+		}
+		what := "a fault"
+		if l.Fault != "" {
+			what = "a " + l.Fault
+		}
+		at := ""
+		if l.HasPC {
+			at = fmt.Sprintf(" at 0x%08x", l.PC)
+		}
+		detail := ""
+		if l.Detail != "" {
+			detail = " (" + l.Detail + ")"
+		}
+		ctx := "in Thread mode"
+		if ipsrOK && ipsr != 0 {
+			ctx = "in " + ExceptionName(prof, int(ipsr))
+		} else if !ipsrOK {
+			ctx = "in an unknown mode"
+		}
+		d.note("The core locked up: %s%s%s, %s, could not be taken as an exception, so no handler ran and the core stopped. The registers are the state at the faulting instruction, not at a handler's entry.", what, at, detail, ctx)
+		if d.in.Faulting != nil {
+			d.fault = d.in.Faulting
+		} else {
+			d.fault = d.in.Regs
+		}
+		return
+	}
 	lr, lrOK := d.regs.Get(unwinders.LR)
 	handlerLR := lrOK && isExcReturn(lr)
 	set := func(n int) {
@@ -664,6 +713,9 @@ func (d *decoder) reserved() {
 
 // lockup notes a PC that shows the core locked up.
 func (d *decoder) lockup() {
+	if d.in.Lockup != nil {
+		return // said by exception()
+	}
 	pcs := []*unwinders.Registers{d.regs}
 	if d.fault != nil && d.fault != d.regs {
 		pcs = append(pcs, d.fault)

@@ -212,7 +212,12 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 	// faulting PC (the frame the first exception frame interrupted, or frame 0
 	// when the dump holds a reconstructed pre-exception state).
 	r.SCB = d.Fault
-	r.FaultInfo = fault.DecodeInput(fault.Input{Profile: t.Profile, Regs: &d.Regs, SCB: r.SCB, Faulting: faultingRegs(res.Frames)})
+	r.FaultInfo = fault.DecodeInput(fault.Input{Profile: t.Profile, Regs: &d.Regs, SCB: r.SCB, Faulting: faultingRegs(res.Frames), Lockup: d.Lockup})
+	if d.Lockup != nil {
+		if n := spBelowRAM(elf, d); n != "" {
+			r.FaultInfo.Notes = append(r.FaultInfo.Notes, n)
+		}
+	}
 	r.Fault = FaultJSON{Exception: r.FaultInfo.Exception, Number: r.FaultInfo.Number, Causes: r.FaultInfo.Causes, Notes: r.FaultInfo.Notes}
 	if r.Fault.Causes == nil {
 		r.Fault.Causes = []fault.Cause{}

@@ -1,6 +1,8 @@
 package scenario
 
 import (
+	"strings"
+
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/crashdump/fault"
 	"github.com/faultline-dev/faultline/emu"
@@ -49,6 +51,16 @@ func Dump(res *emu.Result) *crashdump.Dump {
 	}
 	for _, m := range res.SCS {
 		d.Memory = append(d.Memory, unwinders.Region{Name: "scs", Addr: m.Addr, Data: m.Data})
+	}
+	if res.Lockup {
+		f := res.Cause.Fault
+		if strings.HasPrefix(res.CPU, "cortex-m0") {
+			// ARMv6-M has no configurable faults: the fault the core
+			// could not take was a HardFault (the detail says what
+			// ARMv7-M would have called it).
+			f = "HardFault"
+		}
+		d.Lockup = &fault.LockupInfo{Fault: f, PC: res.Cause.PC, HasPC: true, Detail: res.Cause.Detail}
 	}
 	if res.Truth != nil {
 		t := &crashdump.Truth{Source: "emulator-shadow-stack"}
