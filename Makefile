@@ -69,6 +69,7 @@ firmware-check: toolchain
 	$(MAKE) -C elfsym/testdata/cxx check
 	$(MAKE) -C firmware-samples/buildid check
 	$(MAKE) -C firmware-samples/noreturn check
+	$(MAKE) -C firmware-samples/excentry check
 
 # Regenerate the QEMU + GDB oracle fixtures.
 oracle: toolchain

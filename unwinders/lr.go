@@ -11,7 +11,13 @@ import "fmt"
 //     that could have saved or reused LR);
 //   - the PC is not in any function (a call through a bad pointer just
 //     landed there), which is a call only if LR follows one: the walk checks
-//     that, and the frame is reported with medium confidence.
+//     that, and the frame is reported with medium confidence;
+//   - the PC is not in any function and LR holds an EXC_RETURN value: the
+//     core took an exception whose vector points where nothing can run and
+//     faulted fetching the handler's first instruction, so the handler ran
+//     nothing and its exception frame is at SP, as at any entry. Taken
+//     (high confidence) only when the vector of the frame's exception
+//     (IPSR) holds that very PC.
 //
 // Everywhere else LR may have been saved and reused, and blindly printing it
 // as the caller is the mistake CmBacktrace makes (cortex-m.md 6.2).
@@ -49,6 +55,8 @@ func (LinkRegister) Step(t *Target, frames []Frame) (Frame, error) {
 		return caller(ConfidenceHigh), nil
 	case excValue && atEntry:
 		return caller(ConfidenceHigh), nil
+	case excValue && lr != FNCReturn0 && lr != FNCReturn1 && !cur.ReturnAddress && (t.Prog != nil && !inFunc || !t.IsCode(cur.PC)):
+		return handlerRanNothing(t, cur, caller)
 	case excValue:
 		return Frame{}, fmt.Errorf("%w: LR holds 0x%08x but the handler has run past its entry, so where its exception frame sits needs a stack unwinding strategy", ErrNotApplicable, lr)
 	case atEntry:
@@ -57,4 +65,22 @@ func (LinkRegister) Step(t *Target, frames []Frame) (Frame, error) {
 		return caller(ConfidenceMedium), nil
 	}
 	return Frame{}, fmt.Errorf("%w: the function may have saved and reused LR at 0x%08x", ErrNotApplicable, cur.PC)
+}
+
+// handlerRanNothing is the caller of a frame whose PC is in no function
+// while LR holds EXC_RETURN: the exception frame at the frame's own SP,
+// when the vector of the frame's exception (IPSR) holds that very PC.
+// Without that evidence it declines.
+func handlerRanNothing(t *Target, cur *Frame, caller func(Confidence) Frame) (Frame, error) {
+	ipsr, ok := cur.Regs.IPSR()
+	if !ok || ipsr == 0 {
+		return Frame{}, fmt.Errorf("%w: 0x%08x is in no function and LR holds EXC_RETURN, but the exception number is not known", ErrNotApplicable, cur.PC)
+	}
+	v, base, ok := t.Vector(ipsr)
+	if !ok || v&^1 != cur.PC {
+		return Frame{}, fmt.Errorf("%w: 0x%08x is in no function and LR holds EXC_RETURN, but the vector of exception %d does not point there", ErrNotApplicable, cur.PC, ipsr)
+	}
+	f := caller(ConfidenceHigh)
+	f.Note = fmt.Sprintf("vector %d (at 0x%08x) holds 0x%08x, where no code is: the core faulted fetching the handler's first instruction, so the handler ran nothing and its exception frame is at SP 0x%08x", ipsr, base+4*ipsr, v, cur.SP)
+	return f, nil
 }

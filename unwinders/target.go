@@ -102,6 +102,10 @@ type Target struct {
 	// MainStackTop is the initial main stack pointer from the vector table
 	// (the top of the main stack), 0 when unknown.
 	MainStackTop uint32
+	// ProcessStackTop is the top of the process stack when it is known
+	// (an RTOS task's stack end from its control block), 0 otherwise.
+	// ProcessStack may be wider (the memory region that holds PSP).
+	ProcessStackTop uint32
 	// ResetHandler is the start of the reset handler (vector 1), 0 if
 	// unknown; the walk stops there.
 	ResetHandler uint32
@@ -128,4 +132,42 @@ func (t *Target) IsCode(addr uint32) bool {
 		return true
 	}
 	return t.Prog.IsCode(addr)
+}
+
+// addrVTOR is the Vector Table Offset Register (ARMv7-M ARM B3.2.5).
+const addrVTOR = 0xE000ED08
+
+// maxVector bounds exception numbers: 16 system exceptions and at most 496
+// external interrupts (ARMv7-M ARM B1.5.2).
+const maxVector = 16 + 496
+
+// Vector returns the vector-table entry of exception n and the table's
+// base: the table at VTOR when the dump holds the SCB, else the ELF's
+// .isr_vector (or .vectors) section, else address 0 (VTOR's reset value).
+// ok is false when the entry cannot be read.
+func (t *Target) Vector(n uint32) (entry, base uint32, ok bool) {
+	if n == 0 || n >= maxVector {
+		return 0, 0, false
+	}
+	if v, err := ReadU32(t.Mem, addrVTOR); err == nil {
+		base = v &^ 0x7F
+	} else if t.Prog != nil {
+		for _, name := range []string{".isr_vector", ".vectors"} {
+			if a, data, ok := t.Prog.Section(name); ok {
+				if uint64(len(data)) < 4*uint64(n)+4 {
+					return 0, 0, false
+				}
+				base = a
+				break
+			}
+		}
+	}
+	if uint64(base)+4*uint64(n) > 0xFFFFFFFC {
+		return 0, 0, false
+	}
+	v, err := ReadU32(t.Mem, base+4*n)
+	if err != nil {
+		return 0, 0, false
+	}
+	return v, base, true
 }

@@ -46,6 +46,10 @@ const (
 	StopMemory                // memory needed to unwind is not in the dump
 	StopLoop                  // the same return address repeats without a call that explains it
 	StopGaps                  // too many return addresses whose calls lead elsewhere
+	// StopEndUnverified: a return address of 0xFFFFFFFF found where
+	// nothing confirms it is the end of the stack (stack scanning on a
+	// stack whose top is unknown): it may be a local holding -1.
+	StopEndUnverified
 )
 
 func (k StopKind) String() string {
@@ -80,6 +84,8 @@ func (k StopKind) String() string {
 		return "the same return address repeats"
 	case StopGaps:
 		return "too many gaps"
+	case StopEndUnverified:
+		return "0xFFFFFFFF on the stack, unverified as its end"
 	}
 	return "stopped"
 }
@@ -201,6 +207,9 @@ func walk(t *Target, regs Registers, chain []Unwinder, opt Options) Result {
 		}
 		raw := caller.PC
 		switch {
+		case raw == ResetLR && caller.Kind == KindGuessed:
+			res.Stop = Stop{Kind: StopEndUnverified, Detail: fmt.Sprintf("found by %s: %s", caller.Method, caller.Note)}
+			return res
 		case raw == ResetLR:
 			res.Stop = Stop{Kind: StopEndOfStack, Detail: resetLRDetail(caller.Method)}
 			return res
@@ -234,12 +243,26 @@ func walk(t *Target, regs Registers, chain []Unwinder, opt Options) Result {
 			h := cur
 			h.Regs = caller.Regs
 			for _, reg := range []Reg{PSP, MSP, XPSR} { // IPSR: the handler's exception
-
 				if v, ok := cur.Regs.Get(reg); ok && !h.Regs.Known(reg) {
 					h.Regs.Set(reg, v)
 				}
 			}
+			// A call cannot change IPSR: when the handler's frame lost the
+			// xPSR to a call step, its exception number is that of the
+			// nearest frame of the same activation that knows it (frame 0,
+			// or the frame an earlier exception frame restored). Only the
+			// exception number is carried; the flags stay unknown.
+			carried := false
+			if !h.Regs.Known(XPSR) {
+				if ipsr, ok := handlerIPSR(res.Frames); ok {
+					h.Regs.Set(XPSR, ipsr)
+					carried = true
+				}
+			}
 			pseudo, next, err := Unstack(t, &h, exc, caller.SP)
+			if carried {
+				pseudo.Regs.Forget(XPSR)
+			}
 			if err != nil {
 				kind := StopBadException
 				if errors.Is(err, ErrUnmapped) {
@@ -249,6 +272,12 @@ func walk(t *Target, regs Registers, chain []Unwinder, opt Options) Result {
 				return res
 			}
 			pseudo.Confidence = min(pseudo.Confidence, caller.Confidence)
+			if caller.Method == MethodLR && caller.Note != "" {
+				// Why LR locates the exception frame (a handler that ran
+				// nothing): said on the handler's frame.
+				last := &res.Frames[len(res.Frames)-1]
+				last.Note = joinNote(last.Note, caller.Note)
+			}
 			next.Confidence = min(next.Confidence, caller.Confidence)
 			if t.StackingFailed && len(res.Frames) <= 2 {
 				next.Confidence = ConfidenceLow
@@ -302,6 +331,25 @@ func walk(t *Target, regs Registers, chain []Unwinder, opt Options) Result {
 			return res
 		}
 	}
+}
+
+// handlerIPSR returns the exception number of the activation that frames
+// ends in: the IPSR of its innermost frame that knows the xPSR, searching
+// back over call frames (and gaps) to the previous exception frame.
+func handlerIPSR(frames []Frame) (uint32, bool) {
+	for i := len(frames) - 1; i >= 0; i-- {
+		f := &frames[i]
+		if f.Kind == KindException {
+			return 0, false
+		}
+		if f.Kind == KindGap {
+			continue
+		}
+		if ipsr, ok := f.Regs.IPSR(); ok {
+			return ipsr, true
+		}
+	}
+	return 0, false
 }
 
 // resetLRDetail is the stop detail of a walk that found the reset value of

@@ -143,29 +143,49 @@ func (c *classifier) calleeName() string {
 	return fmt.Sprintf("0x%08x", c.callee.Start)
 }
 
-// outermostFrameBytes bounds how far below the top of the main stack the
-// outermost function (the reset handler, entered with LR = 0xFFFFFFFF)
-// saves LR: it pushes LR first, so the word sits in the highest few slots.
+// outermostFrameBytes bounds how far below the top of a stack the
+// outermost function (the reset handler, entered with LR = 0xFFFFFFFF, or
+// a thread's entry) saves LR: it pushes LR first, so the word sits in the
+// highest few slots.
 const outermostFrameBytes = 64
 
-// endOfStack accepts 0xFFFFFFFF unless a neighbour holds it too: a saved
-// reset LR sits next to other saved registers, erased or painted memory is
-// a run of the same word. On the main stack, when its top is known (the
-// initial SP of the vector table), it is accepted only within
-// outermostFrameBytes of the top: deeper, it is a data word (a local
-// holding -1), not the end of the stack. A thread's stack (PSP) has no
-// known top: there it is accepted anywhere.
+// endOfStack classifies 0xFFFFFFFF. A neighbour holding it too rules it
+// out (a saved reset LR sits next to other saved registers; erased or
+// painted memory is a run of the same word). It is the end of the stack
+// only on positive evidence: within outermostFrameBytes of a known top of
+// the stack that holds it (the main stack's initial SP from the vector
+// table, Target.MainStackTop; a task's stack end, Target.ProcessStackTop):
+// then it is verified. Deeper in the main stack below a known top it is a
+// data word (a local holding -1) and no candidate. Where the stack's top
+// is not known it may be either: an unverified candidate, which Step
+// weighs like an unverified return address and the walk reports as such
+// (unwinders.StopEndUnverified), never as the end of the stack.
 func (c *classifier) endOfStack(slot uint32, read func(uint32) (uint32, bool)) (Candidate, bool) {
-	if top := c.t.MainStackTop; top != 0 && slot >= c.t.Stack.Lo && slot < top && !c.t.ProcessStack.Contains(slot) && top-slot > outermostFrameBytes {
-		return Candidate{}, false
-	}
 	for _, a := range []uint32{slot - 4, slot + 4} {
 		if v, ok := read(a); ok && v == unwinders.ResetLR {
 			return Candidate{}, false
 		}
 	}
-	return Candidate{Slot: slot, Value: unwinders.ResetLR, Kind: EndOfStack,
-		Why: "0xFFFFFFFF, the reset value of LR, saved by a thread's outermost function"}, true
+	cand := Candidate{Slot: slot, Value: unwinders.ResetLR, Kind: EndOfStack}
+	near := func(top uint32) bool { return slot < top && top-slot <= outermostFrameBytes }
+	switch {
+	case c.t.ProcessStackTop != 0 && c.t.ProcessStack.Contains(slot):
+		if !near(c.t.ProcessStackTop) {
+			cand.Why = fmt.Sprintf("0xFFFFFFFF %d bytes below the top of the task's stack 0x%08x: too deep for its outermost frame, so maybe a local holding -1", c.t.ProcessStackTop-slot, c.t.ProcessStackTop)
+			return cand, true
+		}
+		cand.Verified = true
+		cand.Why = fmt.Sprintf("0xFFFFFFFF, the reset value of LR, in the outermost frame of the task's stack (top 0x%08x)", c.t.ProcessStackTop)
+	case c.t.MainStackTop != 0 && slot >= c.t.Stack.Lo && slot < c.t.MainStackTop && !c.t.ProcessStack.Contains(slot):
+		if !near(c.t.MainStackTop) {
+			return Candidate{}, false
+		}
+		cand.Verified = true
+		cand.Why = fmt.Sprintf("0xFFFFFFFF, the reset value of LR, in the outermost frame of the main stack (initial SP 0x%08x)", c.t.MainStackTop)
+	default:
+		cand.Why = "0xFFFFFFFF, the reset value of LR, but the top of this stack is not known: a thread's outermost frame or a local holding -1"
+	}
+	return cand, true
 }
 
 // excReturn checks an EXC_RETURN-shaped word: valid for the profile, and

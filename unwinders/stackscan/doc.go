@@ -26,8 +26,12 @@
 //     value an exception handler pushed as its LR;
 //   - 0xFFFFFFFF, the reset value of LR that the outermost function of a
 //     thread (Reset_Handler, an RTOS thread's entry) saved, unless a
-//     neighbouring word holds it too (erased or painted memory); the walk
-//     ends there (unwinders.StopEndOfStack).
+//     neighbouring word holds it too (erased or painted memory). Within 64
+//     bytes below a known top of its stack it is verified and the walk
+//     ends there (unwinders.StopEndOfStack); deeper below the main stack's
+//     known top it is a local holding -1; where the top is unknown it is
+//     unverified, weighed like an unverified return address, and a walk
+//     that takes it stops with unwinders.StopEndUnverified.
 //
 // # Verification (the seed technique)
 //

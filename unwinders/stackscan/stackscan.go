@@ -251,6 +251,23 @@ func (u *Unwinder) Step(t *unwinders.Target, frames []unwinders.Frame) (unwinder
 			}
 			return false
 		}
+		if cand.Kind == EndOfStack && !hasOnlyExc {
+			if !cand.Verified {
+				// Maybe the end of the stack, maybe a local holding -1:
+				// weighed like an unverified return address.
+				if first == nil {
+					first = &cand
+					end = min(end, uint64(cand.Slot)+4+u.lookahead)
+				}
+				return true
+			}
+			// The end of the stack: taken unless an unverified return
+			// address came first; nothing beyond belongs to this thread.
+			if first == nil {
+				chosen = &cand
+			}
+			return false
+		}
 		if cand.Verified || hasOnlyExc {
 			chosen = &cand
 			return false

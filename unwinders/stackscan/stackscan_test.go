@@ -285,13 +285,46 @@ func TestExcReturnNeedsAFrame(t *testing.T) {
 	checkFrame(t, f, 0xFFFFFFF9, sp0+4, unwinders.ConfidenceLow)
 }
 
+// 0xFFFFFFFF ends the walk only on positive evidence: in the outermost
+// frame below a known top of its stack. Where the top is unknown it is an
+// unverified candidate: a verified return address above it wins, and
+// alone it stops the walk as unverified, never as the end of the stack.
 func TestEndOfStack(t *testing.T) {
 	s := newSynth()
 	s.stack(sp0, 7, 0xFFFFFFFF)
+	chain := []unwinders.Unwinder{stackscan.New(stackscan.Options{})}
 	tg := s.target()
-	res := unwinders.Walk(tg, frame0(fnG+6, sp0, 0).Regs, []unwinders.Unwinder{stackscan.New(stackscan.Options{})}, unwinders.Options{})
+	res := unwinders.Walk(tg, frame0(fnG+6, sp0, 0).Regs, chain, unwinders.Options{})
+	if res.Stop.Kind != unwinders.StopEndUnverified || res.Stop.Complete() || len(res.Frames) != 1 {
+		t.Fatalf("top unknown: stop %v, %d frames", res.Stop, len(res.Frames))
+	}
+	// The initial SP just above it: the main stack's outermost frame.
+	tg.MainStackTop = sp0 + 16
+	res = unwinders.Walk(tg, frame0(fnG+6, sp0, 0).Regs, chain, unwinders.Options{})
 	if res.Stop.Kind != unwinders.StopEndOfStack || len(res.Frames) != 1 {
-		t.Fatalf("stop %v, %d frames", res.Stop, len(res.Frames))
+		t.Fatalf("near the main stack's top: stop %v, %d frames", res.Stop, len(res.Frames))
+	}
+	// Far below the initial SP it is a local holding -1: not a candidate.
+	tg.MainStackTop = sp0 + 0x400
+	s.stack(sp0, 7, 0xFFFFFFFF, 8, retFBLg|1)
+	cands, err := stackscan.New(stackscan.Options{}).Candidates(tg, []unwinders.Frame{frame0(fnG+6, sp0, 0)})
+	if err != nil || len(cands) == 0 || cands[0].Value != retFBLg|1 {
+		t.Fatalf("deep below the initial SP: %v %+v", err, cands)
+	}
+	// A task's stack with a known top: the same rule.
+	tg.MainStackTop = 0
+	tg.ProcessStack = unwinders.Range{Lo: sp0 - 0x100, Hi: sp0 + 0x400}
+	tg.ProcessStackTop = sp0 + 12
+	res = unwinders.Walk(tg, frame0(fnG+6, sp0, 0).Regs, chain, unwinders.Options{})
+	if res.Stop.Kind != unwinders.StopEndOfStack || len(res.Frames) != 1 {
+		t.Fatalf("near the task stack's top: stop %v, %d frames", res.Stop, len(res.Frames))
+	}
+	// Deep in a stack whose top is unknown, with the real return address
+	// above it: the verified return address wins (a large frame's local).
+	tg.ProcessStackTop = 0
+	res = unwinders.Walk(tg, frame0(fnG+6, sp0, 0).Regs, chain, unwinders.Options{MaxFrames: 2})
+	if len(res.Frames) != 2 || res.Frames[1].PC != retFBLg || res.Stop.Kind == unwinders.StopEndOfStack {
+		t.Fatalf("large frame: stop %v, frames %+v", res.Stop, res.Frames)
 	}
 	// A run of 0xFFFFFFFF is erased or painted memory, not a saved LR.
 	s.stack(sp0, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, retFBLg|1)

@@ -294,6 +294,7 @@ func threadReports(elf *elfsym.File, t *unwinders.Target, k *rtos.Kernel, chain 
 			tt.MainStackTop = 0 // a task's stack is not the main stack: its top is unknown
 			if th.Stack.Start != 0 && th.Stack.End > th.Stack.Start {
 				tt.ProcessStack = unwinders.Range{Lo: th.Stack.Start, Hi: th.Stack.End}
+				tt.ProcessStackTop = th.Stack.End
 			}
 			res := unwinders.Walk(&tt, th.Regs, chain, unwinders.Options{MaxFrames: maxFrames, Frames: slab[used:used:len(slab)]})
 			need += len(res.Frames)
