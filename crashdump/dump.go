@@ -46,6 +46,10 @@ type Dump struct {
 	Path   string // the file it was read from, for messages
 	Format string // FormatNative, FormatCrashCatcher, FormatZephyr, FormatMemfault, FormatRaw, ...
 	CPU    string // "cortex-m4", ...; "" if the dump does not say
+	// FPU says whether the core has a floating-point unit, when the dump
+	// records it apart from the CPU's name (a probe-rs coredump's
+	// fpu_support); nil otherwise.
+	FPU *bool
 	// BuildID is the GNU build ID of the firmware that crashed, as
 	// lower-case hex, when the dump records it (the native "build_id",
 	// a Memfault build-id block, an ELF core's note); "" otherwise.

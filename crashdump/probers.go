@@ -430,6 +430,10 @@ func parseProbeRS(data []byte, name string, _ func(string) ([]byte, error)) (*Du
 		}
 		d.CPU = cpu
 	}
+	if p.fpuSeen {
+		fpu := p.fpu
+		d.FPU = &fpu
+	}
 	if len(p.regs) == 0 {
 		return nil, m.errAt(-1, "the registers map holds no register: a coredump without registers cannot be decoded")
 	}

@@ -29,21 +29,36 @@ import (
 
 // probeRSSources are the native dumps the probe-rs fixtures derive from:
 // ARMv7-M on the main and the process stack, ARMv7E-M with an extended
-// (FP) frame, ARMv6-M and ARMv8-M FreeRTOS crashes.
+// (FP) frame, ARMv6-M and ARMv8-M FreeRTOS crashes. The Cortex-M4F crash
+// is written twice more as probe-rs writes real chips' dumps: core_type
+// armv7m for every v7 core (the M4 and M7 included; the fpu_support flag
+// is the core's own), once with the FPU flag and once without (a file of
+// an FPU-less core: the M4F ELF cannot be its firmware).
 var probeRSSources = []struct {
 	manifest string // relative to the repository
 	compact  bool   // structs as arrays (rmp_serde::to_vec) instead of maps
+	coreType string // written instead of the CPU's own core type ("" = its own)
+	noFPU    bool   // fpu_support false whatever the registers
 }{
-	{"fixtures/qemu/gcc-m3-O2-null_write_deep.json", false},
-	{"fixtures/qemu/gcc-m3-O2-psp_thread.json", true},
-	{"fixtures/qemu/gcc-m4f-O2-fpu_crash.json", false},
-	{"fixtures/rtos/freertos/gcc-m0-O2.json", false},
-	{"fixtures/rtos/freertos/gcc-m33-O2.json", false},
+	{"fixtures/qemu/gcc-m3-O2-null_write_deep.json", false, "", false},
+	{"fixtures/qemu/gcc-m3-O2-psp_thread.json", true, "", false},
+	{"fixtures/qemu/gcc-m4f-O2-fpu_crash.json", false, "", false},
+	{"fixtures/qemu/gcc-m4f-O2-fpu_crash.json", false, "armv7m", false},
+	{"fixtures/qemu/gcc-m4f-O2-null_write_deep.json", false, "armv7m", true},
+	{"fixtures/rtos/freertos/gcc-m0-O2.json", false, "", false},
+	{"fixtures/rtos/freertos/gcc-m33-O2.json", false, "", false},
 }
 
 // probeRSName is the fixture file written for a source manifest.
-func probeRSName(manifest string) string {
-	return strings.TrimSuffix(filepath.Base(manifest), ".json") + ".coredump"
+func probeRSName(manifest, coreType string, noFPU bool) string {
+	name := strings.TrimSuffix(filepath.Base(manifest), ".json")
+	if coreType != "" {
+		name += "-" + coreType
+	}
+	if noFPU {
+		name += "-nofpu"
+	}
+	return name + ".coredump"
 }
 
 // genManifest is what the generator reads from a native manifest.
@@ -99,7 +114,7 @@ func probeRSIDs() map[string]uint16 {
 }
 
 // genProbeRS lays out the coredump of one native manifest.
-func genProbeRS(t testing.TB, g genManifest, compact bool) []byte {
+func genProbeRS(t testing.TB, g genManifest, compact bool, coreTypeAs string, noFPU bool) []byte {
 	var buf bytes.Buffer
 	e := msgpack.NewEncoder(&buf)
 	must := func(err error) {
@@ -124,7 +139,13 @@ func genProbeRS(t testing.TB, g genManifest, compact bool) []byte {
 	if coreType == "" {
 		t.Fatalf("cpu %q: no probe-rs core type", g.cpu)
 	}
+	if coreTypeAs != "" {
+		coreType = coreTypeAs
+	}
 	_, fpu := g.regs["s0"]
+	if noFPU {
+		fpu = false
+	}
 
 	field := structHdr("registers", "data", "instruction_set", "supports_native_64bit_access", "core_type", "fpu_support", "floating_point_register_count")
 
@@ -133,7 +154,7 @@ func genProbeRS(t testing.TB, g genManifest, compact bool) []byte {
 	ids := probeRSIDs()
 	regs := map[uint16]uint32{}
 	for name, v := range g.regs {
-		if id, ok := ids[name]; ok {
+		if id, ok := ids[name]; ok && (fpu || id < 33) {
 			regs[id] = v
 		}
 	}
@@ -190,10 +211,10 @@ func genProbeRS(t testing.TB, g genManifest, compact bool) []byte {
 func TestProbeRSFixtures(t *testing.T) {
 	dir := filepath.Join("..", "fixtures", "import", "probe-rs")
 	for _, src := range probeRSSources {
-		name := probeRSName(src.manifest)
+		name := probeRSName(src.manifest, src.coreType, src.noFPU)
 		t.Run(name, func(t *testing.T) {
 			g := readGenManifest(t, filepath.Join("..", src.manifest))
-			want := genProbeRS(t, g, src.compact)
+			want := genProbeRS(t, g, src.compact, src.coreType, src.noFPU)
 			path := filepath.Join(dir, name)
 			if *update {
 				if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -218,10 +239,21 @@ func TestProbeRSFixtures(t *testing.T) {
 				t.Errorf("format %q, warnings %q", d.Format, d.Warnings)
 			}
 			wantCPU := map[string]string{"cortex-m0": "armv6-m", "cortex-m3": "armv7-m", "cortex-m4": "armv7e-m", "cortex-m33": "armv8-m"}[g.cpu]
+			if src.coreType == "armv7m" {
+				wantCPU = "armv7-m"
+			}
+			_, wantFPU := g.regs["s0"]
+			wantFPU = wantFPU && !src.noFPU
+			if d.FPU == nil || *d.FPU != wantFPU {
+				t.Errorf("fpu %v, want %v", d.FPU, wantFPU)
+			}
 			if d.CPU != wantCPU || d.Profile() != unwinders.ProfileOf(g.cpu) {
 				t.Errorf("cpu %q (%v), want %q", d.CPU, d.Profile(), wantCPU)
 			}
 			for name, v := range g.regs {
+				if src.noFPU && (name == "fpscr" || name[0] == 's' && name != "sp") {
+					continue
+				}
 				reg, ok := unwinders.ParseReg(name)
 				if !ok {
 					t.Fatalf("register %q", name)

@@ -204,6 +204,8 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 				res.Frames[i].Confidence = min(res.Frames[i].Confidence, unwinders.ConfidenceLow)
 			}
 			r.Warnings = append(r.Warnings, MismatchWarning(elf.Name(), pr))
+		} else if len(pr.Doubts) > 0 && pr.Verdict == PairUnverified {
+			r.Warnings = append(r.Warnings, DoubtWarning(elf.Name(), pr))
 		}
 	}
 	r.Walk = res

@@ -2,8 +2,10 @@ package analysis
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -17,8 +19,8 @@ import (
 // Pairing verdicts (design.md, "Threads, gaps, pairing").
 const (
 	PairVerified   = "verified"   // build IDs equal, or the dump's code bytes equal the ELF's
-	PairUnverified = "unverified" // nothing decisive to compare, and nothing contradicts
-	PairMismatch   = "mismatch"   // the dump was not made by this ELF's firmware
+	PairUnverified = "unverified" // nothing decisive to compare, and nothing proves another build
+	PairMismatch   = "mismatch"   // positive evidence that the dump was not made by this ELF's firmware
 )
 
 // Pairing is the "pairing" object of faultline.analysis/1: whether the
@@ -26,18 +28,39 @@ const (
 type Pairing struct {
 	Verdict  string   `json:"verdict"`
 	Evidence []string `json:"evidence"`
-	// Differences say what contradicts the pairing, one line each; the
-	// analysis warning is built from them. Part of Evidence too.
+	// Differences are the positive evidence that the ELF is another
+	// build's (build IDs that differ, code bytes that differ where the
+	// walk read them, a core that cannot run the ELF's code), one line
+	// each; any of them makes the verdict a mismatch, and the analysis
+	// warning is built from them. Part of Evidence too.
 	Differences []string `json:"-"`
+	// Doubts are what heuristics found against the pairing (calls that
+	// do not target the callee, return addresses that follow no call,
+	// stack words that do not look like return addresses, a faulting
+	// instruction that could not raise the fault the sticky status bits
+	// report): each keeps the verdict at unverified at most, never a
+	// mismatch, since real firmware does each of them (indirect tail
+	// calls, constant data linked inside .text, stale fault status, a
+	// vector table moved to RAM). Part of Evidence too, each starting
+	// with doubtPrefix.
+	Doubts []string `json:"-"`
 }
+
+// doubtPrefix starts the evidence line of a doubt.
+const doubtPrefix = "not confirmed: "
 
 // Thresholds of the stack-word test (see stackWords).
 const (
 	maxStackScan       = 64 << 10 // bytes of stack scanned at most
 	minStackCodeWords  = 4        // code-looking words needed before the ratio means anything
-	stackCallRatioMin  = 0.5      // below this share of call-preceded words, the code differs
+	stackCallRatioMin  = 0.5      // below this share of call-preceded words, the stack does not look like this code's
 	stackCallRatioGood = 0.8
 )
+
+// maxWalkedFunc bounds the bytes of one function the code-byte comparison
+// takes as used by the walk; a larger (or sizeless) function counts only
+// the instructions around the frame's PC.
+const maxWalkedFunc = 64 << 10
 
 // roBlock is a read-only allocated section of the ELF: code or constant
 // data that a dump holding the same addresses must hold unchanged.
@@ -67,24 +90,59 @@ func roBlocksOf(elf *elfsym.File) []roBlock {
 	return out
 }
 
-// checkPairing judges whether the dump came from the firmware in elf:
+// walkedRanges are the code addresses the walk used: the function of
+// every frame it found (its CFI, prologue or epilogue was read there), or
+// a few bytes around the frame's PC when the function's extent is not
+// known, and the call instruction before each return address.
+func walkedRanges(elf *elfsym.File, frames []unwinders.Frame) [][2]uint64 {
+	var out [][2]uint64
+	for _, f := range frames {
+		if f.Kind != unwinders.KindNormal {
+			continue
+		}
+		pc := f.LookupPC() &^ 1
+		if !elf.IsCode(pc) {
+			continue
+		}
+		if fn, ok := elf.FuncAt(pc); ok && fn.End > fn.Start && fn.End-fn.Start <= maxWalkedFunc {
+			out = append(out, [2]uint64{uint64(fn.Start), uint64(fn.End)})
+		} else {
+			out = append(out, [2]uint64{uint64(max(pc, 4) - 4), uint64(pc) + 4})
+		}
+	}
+	slices.SortFunc(out, func(a, b [2]uint64) int { return cmp.Compare(a[0], b[0]) })
+	merged := out[:0]
+	for _, r := range out {
+		if n := len(merged); n > 0 && r[0] <= merged[n-1][1] {
+			merged[n-1][1] = max(merged[n-1][1], r[1])
+			continue
+		}
+		merged = append(merged, r)
+	}
+	return merged
+}
+
+// checkPairing judges whether the dump came from the firmware in elf.
 //
-//  1. the GNU build IDs, when both sides have one;
-//  2. the dump's bytes at the addresses of the ELF's code and read-only
-//     data, when the dump holds any;
-//  3. the instructions the dump's stacked state names: the instruction
-//     at the faulting PC must be one that can raise the fault the status
-//     registers report (a division for DIVBYZERO, a memory access for a
-//     precise data fault, not a well-defined instruction for UNDEFINSTR),
-//     the return addresses the walk followed must follow a call, and the
-//     code addresses on the live stack must mostly follow calls, and so
-//     must the interrupted code's LR when it is a code address;
-//  4. the core: an ELF built for an architecture or an FPU the dump's CPU
-//     does not have, or without FP while the dump stacked FP state.
+// Positive evidence decides a mismatch, and nothing else does:
 //
-// Build IDs or code bytes decide "verified"; any contradiction decides
-// "mismatch"; otherwise the pairing is "unverified" and the evidence says
-// which checks passed.
+//  1. the GNU build IDs, when both sides have one, differ;
+//  2. the dump's bytes at the ELF's code the walk used (the functions of
+//     its frames) differ from the ELF's;
+//  3. the core cannot run the ELF's code: an ELF built for an
+//     architecture or an FPU the dump's CPU does not have.
+//
+// Build IDs or code bytes that are equal decide "verified". Heuristics
+// follow, each of which can only doubt (see Pairing.Doubts): bytes that
+// differ elsewhere in the ELF's read-only sections; the instruction at the
+// faulting PC against the fault the status registers report; the PC
+// against the handler the ELF's vector table names; the return addresses
+// the walk followed, the interrupted code's LR and the code addresses on
+// the live stack, which should follow a call; the calls, which should
+// target the callee (directly or by a chain of tail calls); and an FP
+// exception frame under an ELF built without FP. A verdict that is
+// neither mismatch nor verified is "unverified", its evidence saying
+// which checks passed and which doubts remain.
 func checkPairing(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, t *unwinders.Target, frames []unwinders.Frame, scb fault.SCB) Pairing {
 	p := Pairing{Evidence: []string{}}
 	if elf == nil {
@@ -96,6 +154,11 @@ func checkPairing(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, t *unwind
 		s := fmt.Sprintf(format, args...)
 		p.Differences = append(p.Differences, s)
 		p.Evidence = append(p.Evidence, s)
+	}
+	doubt := func(format string, args ...any) {
+		s := fmt.Sprintf(format, args...)
+		p.Doubts = append(p.Doubts, s)
+		p.Evidence = append(p.Evidence, doubtPrefix+s)
 	}
 
 	// 1. Build IDs.
@@ -111,10 +174,21 @@ func checkPairing(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, t *unwind
 		p.Evidence = append(p.Evidence, fmt.Sprintf("the dump carries build-id %s but the ELF has none", short(d.BuildID)))
 	}
 
-	// 2. Code and read-only data bytes.
-	var same, diff int
-	var firstDiff uint32
-	var firstName string
+	// 2. Code and read-only data bytes: those of the code the walk used
+	// decide; others that differ only doubt (flash the firmware writes,
+	// a section the linker script marks read-only but the code updates).
+	walked := walkedRanges(elf, frames)
+	inWalk := func(a uint64) bool {
+		for _, w := range walked {
+			if a >= w[0] && a < w[1] {
+				return true
+			}
+		}
+		return false
+	}
+	var same, diff, diffWalk, sameWalk int
+	var firstDiff, firstWalk uint32
+	var firstName, firstWalkName string
 	for _, b := range facts.ro {
 		lo, hi := uint64(b.addr), uint64(b.addr)+uint64(len(b.data))
 		for _, r := range d.Memory {
@@ -126,30 +200,58 @@ func checkPairing(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, t *unwind
 			db := r.Data[s-uint64(r.Addr) : e-uint64(r.Addr)]
 			if bytes.Equal(eb, db) {
 				same += len(eb)
+				for _, w := range walked {
+					sameWalk += int(max(0, int64(min(e, w[1]))-int64(max(s, w[0]))))
+				}
 				continue
 			}
 			for i := range eb {
+				a := s + uint64(i)
+				walkedByte := inWalk(a)
 				if eb[i] == db[i] {
 					same++
+					if walkedByte {
+						sameWalk++
+					}
+					continue
+				}
+				if walkedByte {
+					if diffWalk == 0 {
+						firstWalk, firstWalkName = uint32(a), b.name
+					}
+					diffWalk++
 					continue
 				}
 				if diff == 0 {
-					firstDiff, firstName = uint32(s)+uint32(i), b.name
+					firstDiff, firstName = uint32(a), b.name
 				}
 				diff++
 			}
 		}
 	}
+	if diffWalk > 0 {
+		differ("code bytes differ where the walk read them: %d bytes of the functions of the backtrace differ from the ELF's, the first at %s (%s)", diffWalk, codeAddr(elf, firstWalk), firstWalkName)
+	}
+	if diff > 0 {
+		doubt("%d of %d bytes the dump holds of the ELF's read-only sections differ from the ELF's, outside the code the walk used, the first at 0x%08x (%s)", diff, diff+same, firstDiff, firstName)
+	}
 	switch {
-	case diff > 0:
-		differ("code bytes differ: %d of %d bytes the dump holds of the ELF's read-only sections, the first at 0x%08x (%s)", diff, diff+same, firstDiff, firstName)
-	case same > 0:
+	case diffWalk > 0:
+	case diff == 0 && same > 0:
 		p.Evidence = append(p.Evidence, fmt.Sprintf("code bytes (%d bytes equal)", same))
 		decisive = true
+	case sameWalk > 0:
+		p.Evidence = append(p.Evidence, fmt.Sprintf("code bytes the walk used (%d bytes equal)", sameWalk))
 	}
 
-	// 3. Instructions. The ELF's code is read from its own image, so a
-	// dump that holds flash does not mask what the ELF says.
+	// 3. The core: what the ELF was built for against the dump's CPU.
+	attrs := elf.Attributes()
+	if msg := coreCheck(attrs, d.CPU, d.FPU); msg != "" {
+		differ("%s", msg)
+	}
+
+	// Heuristics. The ELF's code is read from its own image, so a dump
+	// that holds flash does not mask what the ELF says.
 	code := facts.code
 	if code == nil {
 		code = elfImage(elf)
@@ -160,39 +262,33 @@ func checkPairing(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, t *unwind
 	}
 	if pc, ok := faulting.Get(unwinders.PC); ok {
 		if msg, checked := faultInstruction(elf, code, d, pc&^1, scb); msg != "" {
-			differ("%s", msg)
+			doubt("%s", msg)
 		} else if checked != "" {
 			p.Evidence = append(p.Evidence, checked)
 		}
 	}
 	if msg := lrCheck(elf, code, faulting); msg != "" {
-		differ("%s", msg)
-	}
-	// 4. The core: what the ELF was built for against the dump's CPU and
-	// the FP state it stacked.
-	attrs := elf.Attributes()
-	if msg := coreCheck(attrs, d.CPU); msg != "" {
-		differ("%s", msg)
+		doubt("%s", msg)
 	}
 	if msg := fpFrameCheck(attrs, frames); msg != "" {
-		differ("%s", msg)
+		doubt("%s", msg)
 	}
 	if msg, ok := handlerCheck(elf, code, facts, d); msg != "" {
 		if ok {
 			p.Evidence = append(p.Evidence, msg)
 		} else {
-			differ("%s", msg)
+			doubt("%s", msg)
 		}
 	}
-	if links, bad, first := callChain(elf, code, frames, facts.tails); bad > 0 {
-		differ("%d of the backtrace's calls do not call the function the walk found next, the first at 0x%08x", bad, first)
+	if links, bad, first := callChain(elf, code, t, frames, facts.tails); bad > 0 {
+		doubt("%d of the backtrace's calls do not reach the function the walk found next, directly or by tail calls, the first at 0x%08x", bad, first)
 	} else if links > 0 {
 		p.Evidence = append(p.Evidence, fmt.Sprintf("%d calls target the callee found", links))
 	}
 	calls, notCalls := 0, 0
 	var firstNotCall uint32
 	for i, f := range frames {
-		if i == 0 || !f.ReturnAddress || f.Kind == unwinders.KindException || !elf.IsCode(f.PC) {
+		if i == 0 || !f.ReturnAddress || f.Kind == unwinders.KindException || !isCodeWord(elf, f.PC) {
 			continue
 		}
 		if fn, ok := elf.FuncAt(f.PC); ok && fn.Start == f.PC&^1 {
@@ -208,7 +304,7 @@ func checkPairing(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, t *unwind
 		}
 	}
 	if notCalls > 0 {
-		differ("%d return address(es) of the backtrace do not follow a call in the ELF's code, the first 0x%08x", notCalls, firstNotCall)
+		doubt("%d return address(es) of the backtrace do not follow a call in the ELF's code, the first 0x%08x", notCalls, firstNotCall)
 	} else if calls > 0 {
 		p.Evidence = append(p.Evidence, fmt.Sprintf("calls before %d return addresses", calls))
 	}
@@ -216,7 +312,7 @@ func checkPairing(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, t *unwind
 		ratio := float64(c) / float64(n)
 		switch {
 		case ratio < stackCallRatioMin:
-			differ("only %d of the %d code addresses on the stack follow a call in the ELF's code", c, n)
+			doubt("only %d of the %d code addresses on the stack follow a call in the ELF's code", c, n)
 		case ratio >= stackCallRatioGood:
 			p.Evidence = append(p.Evidence, fmt.Sprintf("%d of %d code addresses on the stack follow calls", c, n))
 		}
@@ -231,6 +327,31 @@ func checkPairing(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, t *unwind
 		p.Verdict = PairUnverified
 	}
 	return p
+}
+
+// codeAddr names a code address with its function when the ELF knows it.
+func codeAddr(elf *elfsym.File, a uint32) string {
+	if fn, ok := elf.FuncAt(a); ok && fn.Name != "" {
+		return fmt.Sprintf("0x%08x (%s+0x%x)", a, fn.Name, a-fn.Start)
+	}
+	return fmt.Sprintf("0x%08x", a)
+}
+
+// isCodeWord reports whether v can be a Thumb code address of the ELF:
+// inside an executable section, not in data its mapping symbols mark
+// ($d: literal pools, constant data linked inside .text), and inside a
+// function when the ELF has function symbols at all (constant objects
+// linked between functions are not).
+func isCodeWord(elf *elfsym.File, v uint32) bool {
+	a := v &^ 1
+	if !elf.IsCode(a) || elf.Mapping(a) == elfsym.MapData {
+		return false
+	}
+	if _, ok := elf.FuncAt(a); ok {
+		return true
+	}
+	_, hasFuncs := elf.FuncAt(elf.Entry() &^ 1)
+	return !hasFuncs
 }
 
 func short(id string) string {
@@ -342,7 +463,7 @@ func stackWords(elf *elfsym.File, code unwinders.Memory, d *crashdump.Dump, t *u
 				continue
 			}
 			v := binary.LittleEndian.Uint32(w[:])
-			if v&1 == 0 || !elf.IsCode(v&^1) {
+			if v&1 == 0 || !isCodeWord(elf, v) {
 				continue
 			}
 			if fn, ok := elf.FuncAt(v); ok && fn.Start == v&^1 {
@@ -369,6 +490,12 @@ func stackWords(elf *elfsym.File, code unwinders.Memory, d *crashdump.Dump, t *u
 // what differs.
 func MismatchWarning(elfName string, p Pairing) string {
 	return fmt.Sprintf("%s is not the firmware that crashed (pairing mismatch): %s; every frame is lowered to low confidence: analyse with the ELF of the build that crashed", elfName, strings.Join(p.Differences, "; "))
+}
+
+// DoubtWarning is the warning of an unverified pairing that heuristics
+// doubt: what they found, and that it proves nothing.
+func DoubtWarning(elfName string, p Pairing) string {
+	return fmt.Sprintf("the pairing of %s with the dump is unverified: %s; real firmware does these things too (tail calls through pointers, constant data inside .text, stale fault status), so this is not proof of another build, but if %s is not the build that crashed, the frames are wrong", elfName, strings.Join(p.Doubts, "; "), elfName)
 }
 
 // handlerCheck looks at a dump taken inside an exception handler (IPSR
@@ -435,13 +562,20 @@ func branchesTo(code unwinders.Memory, fn unwinders.Function, target uint32, dep
 }
 
 // callChain checks the links of the backtrace: where frame i+1 is a
-// return address after a BL, the BL's target must be the function of
-// frame i, or a function that branches to it (a tail call, two levels at
-// most). It returns the links checked and the ones that fail.
-func callChain(elf *elfsym.File, code unwinders.Memory, frames []unwinders.Frame, tails *tailCache) (links, bad int, first uint32) {
+// return address after a BL, the BL must reach the function of frame i,
+// directly or by a chain of tail calls, as the walk's own call check
+// (unwinders.Target.CheckCall: up to 4 functions deep, and a chain through
+// an indirect branch, an interpreter's dispatcher ending in BX Rn, may
+// reach anything) decides it on the ELF's own code. It returns the links
+// checked and the ones that fail.
+func callChain(elf *elfsym.File, code unwinders.Memory, t *unwinders.Target, frames []unwinders.Frame, tails *tailCache) (links, bad int, first uint32) {
+	ct := unwinders.Target{Mem: code, Prog: elf}
+	if t != nil {
+		ct.Profile = t.Profile
+	}
 	for i := 0; i+1 < len(frames); i++ {
 		inner, outer := frames[i], frames[i+1]
-		if inner.Kind == unwinders.KindException || outer.Kind == unwinders.KindException || !outer.ReturnAddress {
+		if inner.Kind != unwinders.KindNormal || outer.Kind != unwinders.KindNormal || !outer.ReturnAddress {
 			continue
 		}
 		if outer.Confidence < unwinders.ConfidenceMedium || inner.Confidence < unwinders.ConfidenceMedium {
@@ -451,86 +585,56 @@ func callChain(elf *elfsym.File, code unwinders.Memory, frames []unwinders.Frame
 		if !ok || cs.Kind != unwinders.CallBL {
 			continue
 		}
-		// A return address is looked up at the call (LookupPC): after
-		// a noreturn call that ends its function it is the first byte
-		// of the next function.
-		callee, ok1 := elf.FuncAt(inner.LookupPC())
-		tfn, ok2 := elf.FuncAt(cs.Target)
-		if !ok1 || !ok2 || tfn.Start != cs.Target&^1 {
+		callee, ok := elf.FuncAt(inner.LookupPC())
+		if !ok {
 			continue
 		}
-		links++
-		if tfn.Start == callee.Start || tails.tailCalls(elf, code, tfn, callee.Start) {
-			continue
+		switch tails.check(&ct, &inner, outer.PC, callee.Start) {
+		case unwinders.CallMatches, unwinders.CallTailChain:
+			links++
+		case unwinders.CallMismatch:
+			links++
+			if bad == 0 {
+				first = cs.Addr
+			}
+			bad++
 		}
-		if bad == 0 {
-			first = cs.Addr
-		}
-		bad++
 	}
 	return links, bad, first
 }
 
-// tailCache remembers callChain's tailCalls answers for one ELF: they
-// depend on its code only (code is the ELF's own image, not a dump's).
-// Bounded; when full it starts over. A nil *tailCache remembers nothing.
+// tailCache remembers callChain's answers for one ELF: they depend on its
+// code only (the ELF's own image, not a dump's). Bounded; when full it
+// starts over. A nil *tailCache remembers nothing.
 type tailCache struct {
 	mu sync.Mutex
-	m  map[[2]uint32]bool
+	m  map[[2]uint32]unwinders.CallCheck
 }
 
 const tailCacheMax = 4096
 
-// tailCalls is tailCalls(elf, code, fn, target, 2), remembered.
-func (c *tailCache) tailCalls(elf *elfsym.File, code unwinders.Memory, fn unwinders.Function, target uint32) bool {
+// check is ct.CheckCall(callee, ret), remembered by the return address
+// and the callee's function.
+func (c *tailCache) check(ct *unwinders.Target, callee *unwinders.Frame, ret, calleeStart uint32) unwinders.CallCheck {
 	if c == nil {
-		return tailCalls(elf, code, fn, target, 2)
+		v, _ := ct.CheckCall(callee, ret)
+		return v
 	}
-	key := [2]uint32{fn.Start, target}
+	key := [2]uint32{ret, calleeStart}
 	c.mu.Lock()
 	v, ok := c.m[key]
 	c.mu.Unlock()
 	if ok {
 		return v
 	}
-	v = tailCalls(elf, code, fn, target, 2)
+	v, _ = ct.CheckCall(callee, ret)
 	c.mu.Lock()
 	if c.m == nil || len(c.m) >= tailCacheMax {
-		c.m = make(map[[2]uint32]bool)
+		c.m = make(map[[2]uint32]unwinders.CallCheck)
 	}
 	c.m[key] = v
 	c.mu.Unlock()
 	return v
-}
-
-// tailCalls reports whether fn reaches target by branches (B, not BL) to
-// function starts, at most depth levels deep.
-func tailCalls(elf *elfsym.File, code unwinders.Memory, fn unwinders.Function, target uint32, depth int) bool {
-	if depth == 0 {
-		return false
-	}
-	end := fn.End
-	if end <= fn.Start || end-fn.Start > 8192 {
-		return true // unknown extent: cannot tell, do not accuse
-	}
-	dec := thumb.NewDecoder(code, fn.Start, end)
-	var in thumb.Inst
-	for n := 0; n < 4096 && dec.Next(&in) == nil; n++ {
-		if in.Op != thumb.OpB {
-			continue
-		}
-		t := in.Target &^ 1
-		if t >= fn.Start && t < end {
-			continue
-		}
-		if t == target {
-			return true
-		}
-		if g, ok := elf.FuncAt(t); ok && g.Start == t && tailCalls(elf, code, g, target, depth-1) {
-			return true
-		}
-	}
-	return false
 }
 
 // inDump reports whether the dump holds memory at addr (code running from

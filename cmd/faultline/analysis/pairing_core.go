@@ -31,8 +31,15 @@ func capsOf(cpu string) (coreCaps, bool) {
 	switch c {
 	case "m0", "m0plus", "m0+", "m1", "armv6-m", "armv6s-m":
 		return coreCaps{archs: v6}, true
-	case "m3", "armv7-m":
+	case "m3":
 		return coreCaps{archs: v7}, true
+	case "armv7-m":
+		// The architecture name stands for every core of it, and
+		// ARMv7E-M is ARMv7-M with the DSP extension: dump writers that
+		// name no core (probe-rs's core_type armv7m, written for the
+		// Cortex-M3, M4 and M7 alike) say armv7-m for all of them. Only
+		// the dump's own FPU flag tells whether an FPU is there.
+		return coreCaps{archs: v7e, mayFPU: true}, true
 	case "m4", "m7", "armv7e-m":
 		return coreCaps{archs: v7e, mayFPU: true}, true
 	case "m23", "armv8-m.base":
@@ -54,15 +61,20 @@ func hasFP(a *elfsym.Attributes) bool {
 // coreCheck compares the dump's cpu with the ELF's build attributes: an
 // ELF built for an architecture the core cannot execute (Tag_CPU_arch
 // v7E-M on a Cortex-M3), or for an FPU the core does not have, is not the
-// firmware that ran there. It returns the difference, "" when there is
-// none or either side says nothing.
-func coreCheck(a *elfsym.Attributes, cpu string) string {
+// firmware that ran there. fpu is the dump's own statement of whether
+// the core has an FPU (nil when it makes none), which narrows what the
+// CPU's name allows. It returns the difference, "" when there is none or
+// either side says nothing.
+func coreCheck(a *elfsym.Attributes, cpu string, fpu *bool) string {
 	if a == nil || a.CPUArch == "" || cpu == "" {
 		return ""
 	}
 	caps, ok := capsOf(cpu)
 	if !ok {
 		return ""
+	}
+	if fpu != nil {
+		caps.mayFPU = caps.mayFPU && *fpu
 	}
 	runs := false
 	for _, x := range caps.archs {
@@ -72,6 +84,9 @@ func coreCheck(a *elfsym.Attributes, cpu string) string {
 		return fmt.Sprintf("the ELF is built for %s (Tag_CPU_arch), which the dump's %s cannot execute", archName(a.CPUArch), cpu)
 	}
 	if hasFP(a) && !caps.mayFPU {
+		if fpu != nil && !*fpu {
+			return fmt.Sprintf("the ELF is built for an FPU (Tag_FP_arch %s), which the dump says its %s core does not have", orNone(a.FPArch), cpu)
+		}
 		return fmt.Sprintf("the ELF is built for an FPU (Tag_FP_arch %s), which the dump's %s does not have", orNone(a.FPArch), cpu)
 	}
 	return ""
@@ -114,7 +129,7 @@ func fpFrameCheck(a *elfsym.Attributes, frames []unwinders.Frame) string {
 // found. It returns the difference, or "".
 func lrCheck(elf *elfsym.File, code unwinders.Memory, regs *unwinders.Registers) string {
 	lr, ok := regs.Get(unwinders.LR)
-	if !ok || lr&1 == 0 || !elf.IsCode(lr&^1) {
+	if !ok || lr&1 == 0 || !isCodeWord(elf, lr) {
 		return ""
 	}
 	if fn, ok := elf.FuncAt(lr &^ 1); ok && fn.Start == lr&^1 {

@@ -9,20 +9,28 @@ import (
 	"github.com/faultline-dev/faultline/cmd/faultline/analysis"
 )
 
-// The example from the command line: another build's ELF is a
-// mismatch, warned about on stderr; --strict makes it exit 1.
+// From the command line: another build's ELF is a mismatch when the
+// build IDs differ, warned about on stderr; --strict makes it exit 1. A
+// pair that heuristics only doubt (another build, but nothing positive:
+// no build ID, no flash in the dump) is unverified with a warning, and
+// --strict does not fail it.
 func TestAnalyzePairingMismatch(t *testing.T) {
-	args := []string{"analyze", "--elf", "../../../firmware-samples/build/gcc-m3-O2.elf", "../../../fixtures/qemu/gcc-m3-O2-fp-udf.json"}
+	args := []string{"analyze", "--elf", "../../../firmware-samples/buildid/build/gcc-m3-O2.elf", "../../../fixtures/fleet/gcc-m3-O2-fp-udf.json"}
 	out, errOut, code := run(t, "", args...)
-	if code != 0 || !strings.Contains(out, "Pairing: mismatch") || !strings.Contains(errOut, "is not the firmware that crashed") {
+	if code != 0 || !strings.Contains(out, "Pairing: mismatch") || !strings.Contains(errOut, "is not the firmware that crashed") || !strings.Contains(errOut, "build-id differs") {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errOut)
 	}
 	if _, _, code := run(t, "", append([]string{"analyze", "--strict"}, args[1:]...)...); code != ExitInput {
 		t.Errorf("--strict: exit %d, want %d", code, ExitInput)
 	}
 	// The right ELF under --strict is fine.
-	if _, errOut, code := run(t, "", "analyze", "--strict", "--elf", "../../../firmware-samples/build/gcc-m3-O2-fp.elf", "../../../fixtures/qemu/gcc-m3-O2-fp-udf.json"); code != 0 {
+	if _, errOut, code := run(t, "", "analyze", "--strict", "--elf", "../../../firmware-samples/buildid/build/gcc-m3-O2-fp.elf", "../../../fixtures/fleet/gcc-m3-O2-fp-udf.json"); code != 0 {
 		t.Errorf("--strict with the right ELF: exit %d: %s", code, errOut)
+	}
+	// Doubted, not proven: unverified, a warning, and --strict passes.
+	out, errOut, code = run(t, "", "analyze", "--strict", "--elf", "../../../firmware-samples/build/gcc-m3-O2.elf", "../../../fixtures/qemu/gcc-m3-O2-fp-udf.json")
+	if code != 0 || !strings.Contains(out, "Pairing: unverified") || !strings.Contains(out+errOut, "is unverified: ") {
+		t.Errorf("doubted pair: exit %d\nstdout %s\nstderr %s", code, out, errOut)
 	}
 }
 

@@ -147,13 +147,14 @@ func (s *symbolStore) Analyze(d *crashdump.Dump) (*analysis.Report, error) {
 		case analysis.PairVerified:
 			return r, nil
 		case analysis.PairUnverified:
-			if best == nil || len(r.Pairing.Evidence) > len(best.Pairing.Evidence) {
+			// Chosen by content, an ELF must not be doubted by it.
+			if len(r.Pairing.Doubts) == 0 && (best == nil || len(r.Pairing.Evidence) > len(best.Pairing.Evidence)) {
 				best = r
 			}
 		}
 	}
 	if best == nil {
-		return nil, fmt.Errorf("%s: %sno ELF in %s pairs with the dump (%d tried, every one a mismatch)", d.Path, note, s.dir, len(s.elfs))
+		return nil, fmt.Errorf("%s: %sno ELF in %s pairs with the dump (%d tried, each a mismatch or doubted by the dump's contents)", d.Path, note, s.dir, len(s.elfs))
 	}
 	best.Warnings = append(best.Warnings, fmt.Sprintf("%spaired with %s by content (%s)", note, best.ELFInfo.Path, strings.Join(best.Pairing.Evidence, "; ")))
 	return best, nil
