@@ -1,5 +1,6 @@
 # faultline: the two commands a new user needs are `make demo` and
-# `make test`; both install missing Debian packages first.
+# `make test`; both install missing Debian packages first (`make test` the
+# toolchain, QEMU, GDB and chromium its acceptance tests drive, too).
 
 GO      ?= go
 BIN     := bin/faultline
@@ -24,10 +25,13 @@ build: deps
 demo: build
 	$(BIN) analyze --elf $(DEMO_ELF) $(DEMO_DUMP)
 
-# Every test, with the race detector.
-test: deps
+# Every test, with the race detector. The acceptance tests drive the
+# cross toolchain, QEMU, gdb-multiarch and chromium: they are installed
+# first, and FAULTLINE_REQUIRE_TOOLS=1 makes a test whose tool is still
+# missing fail and name it instead of skipping silently.
+test: toolchain
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 30m ./...
+	FAULTLINE_REQUIRE_TOOLS=1 $(GO) test -race -count=1 -timeout 30m ./...
 
 # Run each fuzz target for a fixed budget, after the committed corpus of
 # hostile inputs (fixtures/hostile) has been checked against the errors it

@@ -5,8 +5,10 @@ import (
 	"debug/elf"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -494,20 +496,57 @@ func TestCorrupt(t *testing.T) {
 	}
 }
 
+// TestConcurrent: eight goroutines symbolizing a freshly opened file at
+// once (its lazy indexes built under contention) get exactly what one
+// goroutine gets from another fresh open of the same file.
 func TestConcurrent(t *testing.T) {
+	type answer struct {
+		locs  []Location
+		err   error
+		fn    string
+		start uint32
+		ok    bool
+	}
+	const lo, hi = 0x40, 0x300
+	query := func(f *File, a uint32) answer {
+		locs, err := f.Symbolize(a)
+		fn, ok := f.FuncAt(a)
+		return answer{locs, err, fn.Name, fn.Start, ok}
+	}
+	ref := open(t, "clang-inline-O2-dwarf5.elf")
+	want := make([]answer, 0, (hi-lo)/2)
+	named := 0
+	for a := uint32(lo); a < hi; a += 2 {
+		w := query(ref, a)
+		if w.ok && len(w.locs) > 0 && w.locs[0].Line > 0 {
+			named++
+		}
+		want = append(want, w)
+	}
+	if named < len(want)/2 {
+		t.Fatalf("only %d of %d addresses resolve to a function and a line: the range no longer exercises the indexes", named, len(want))
+	}
 	f := open(t, "clang-inline-O2-dwarf5.elf")
-	done := make(chan bool)
+	errs := make(chan string, 8)
 	for g := 0; g < 8; g++ {
-		go func() {
-			for a := uint32(0x40); a < 0x300; a += 2 {
-				f.Symbolize(a)
-				f.FuncAt(a)
+		go func(g int) {
+			bad := ""
+			// Each goroutine starts at another address so that the first
+			// lookups of every index race.
+			for k := range want {
+				i := (k + g*len(want)/8) % len(want)
+				a := uint32(lo + 2*i)
+				if got := query(f, a); !reflect.DeepEqual(got, want[i]) && bad == "" {
+					bad = fmt.Sprintf("goroutine %d, 0x%x: got %+v, want %+v", g, a, got, want[i])
+				}
 			}
-			done <- true
-		}()
+			errs <- bad
+		}(g)
 	}
 	for g := 0; g < 8; g++ {
-		<-done
+		if e := <-errs; e != "" {
+			t.Error(e)
+		}
 	}
 }
 

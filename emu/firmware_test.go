@@ -1,6 +1,7 @@
 package emu
 
 import (
+	"github.com/faultline-dev/faultline/internal/testtool"
 	"os/exec"
 	"testing"
 )
@@ -12,11 +13,7 @@ import (
 // byte-identical: the addresses the tests hard-code come from exactly these
 // files. Skipped without make and arm-none-eabi-gcc.
 func TestFirmwareReproducible(t *testing.T) {
-	for _, tool := range []string{"make", "arm-none-eabi-gcc"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not found: %v", tool, err)
-		}
-	}
+	testtool.Need(t, "rebuilding the emulator's test firmware", "make", "arm-none-eabi-gcc")
 	out, err := exec.Command("make", "-s", "-C", "testdata", "check-new").CombinedOutput()
 	if err != nil {
 		t.Fatalf("make check-new: %v\n%s", err, out)

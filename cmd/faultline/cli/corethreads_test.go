@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"github.com/faultline-dev/faultline/internal/testtool"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -75,9 +76,7 @@ func isSubsequence(sub, s []string) bool {
 // entry into the task-exit function, where faultline stops). faultline
 // reads the core back with the same threads and names.
 func TestConvertELFCoreThreadsGDB(t *testing.T) {
-	if _, err := exec.LookPath("gdb-multiarch"); err != nil {
-		t.Skip("gdb-multiarch not installed")
-	}
+	testtool.Need(t, "GDB reading the threads of the ELF cores convert writes", "gdb-multiarch")
 	bin := buildFaultline(t)
 	for _, build := range []string{"gcc-m3-O2", "gcc-m4f-O2", "gcc-m0-O2"} {
 		elf := filepath.Join(repo, "firmware-samples/rtos-freertos/build", build+".elf")

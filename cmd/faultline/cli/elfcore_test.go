@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"github.com/faultline-dev/faultline/internal/testtool"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -82,9 +83,7 @@ var gdbArgs = regexp.MustCompile(`\(.*\) at `)
 // gdbserver for the source dump (MSP and PSP stacks, nested exceptions,
 // the FP frame).
 func TestConvertELFCoreGDB(t *testing.T) {
-	if _, err := exec.LookPath("gdb-multiarch"); err != nil {
-		t.Skip("gdb-multiarch not installed")
-	}
+	testtool.Need(t, "GDB opening the ELF cores convert writes", "gdb-multiarch")
 	bin := buildFaultline(t)
 	for _, src := range []string{"gcc-m3-O2-udf", "gcc-m3-O2-psp_thread", "gcc-m3-O2-irq_crash", "gcc-m4f-O2-fpu_crash", "clang-m3-O2-null_write_deep"} {
 		elf := filepath.Join(repo, "firmware-samples/build", src[:strings.LastIndex(src, "-")]+".elf")

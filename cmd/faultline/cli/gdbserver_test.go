@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/faultline-dev/faultline/internal/testtool"
 	"io"
 	"net"
 	"os/exec"
@@ -123,7 +124,7 @@ func TestGDBServerListen(t *testing.T) {
 // past the truth's end, is explained in package gdbtest.
 func TestGDBServerOracle(t *testing.T) {
 	if !gdbtest.Available() {
-		t.Skip(gdbtest.GDB + " is not installed (CI installs it): skipping the GDB acceptance test")
+		testtool.Missing(t, gdbtest.GDB+" is not installed (CI installs it): skipping the GDB acceptance test")
 	}
 	if testing.Short() {
 		t.Skip("-short: skipping the GDB acceptance test (149 GDB sessions)")

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/faultline-dev/faultline/internal/testtool"
 	"html"
 	"image"
 	"image/png"
@@ -49,7 +50,7 @@ func findChromium(t *testing.T) string {
 			return p
 		}
 	}
-	t.Skip("chromium is not installed (apt-get install chromium, or .ci/install-deps.sh --toolchain): skipping the HTML screenshot test")
+	testtool.Missing(t, "chromium is not installed (apt-get install chromium, or .ci/install-deps.sh --toolchain): skipping the HTML screenshot test")
 	return ""
 }
 

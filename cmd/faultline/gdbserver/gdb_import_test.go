@@ -3,6 +3,7 @@ package gdbserver_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/faultline-dev/faultline/internal/testtool"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,7 +90,7 @@ func preExceptionTruth(t *testing.T, oracle string) []gdbtest.TruthFrame {
 // and info registers the imported registers.
 func TestGDBImportedDumps(t *testing.T) {
 	if !gdbtest.Available() {
-		t.Skip(gdbtest.GDB + " is not installed (CI installs it): skipping the GDB acceptance test")
+		testtool.Missing(t, gdbtest.GDB+" is not installed (CI installs it): skipping the GDB acceptance test")
 	}
 	cases := importedCases(t)
 	if len(cases) < 40 {

@@ -2,6 +2,7 @@ package gdbserver_test
 
 import (
 	"context"
+	"github.com/faultline-dev/faultline/internal/testtool"
 	"net"
 	"path/filepath"
 	"sync/atomic"
@@ -54,7 +55,7 @@ func serve(t *testing.T, f gdbtest.Fixture, sessions int) (string, <-chan error)
 // --stdio`.
 func TestGDBOracle(t *testing.T) {
 	if !gdbtest.Available() {
-		t.Skip(gdbtest.GDB + " is not installed (CI installs it): skipping the GDB acceptance test")
+		testtool.Missing(t, gdbtest.GDB+" is not installed (CI installs it): skipping the GDB acceptance test")
 	}
 	fixtures, err := gdbtest.Fixtures(repoRoot)
 	if err != nil {
@@ -88,7 +89,7 @@ func TestGDBOracle(t *testing.T) {
 // on one listener.
 func TestGDBSequentialSessions(t *testing.T) {
 	if !gdbtest.Available() {
-		t.Skip(gdbtest.GDB + " is not installed (CI installs it)")
+		testtool.Missing(t, gdbtest.GDB+" is not installed (CI installs it)")
 	}
 	fixtures, err := gdbtest.Fixtures(repoRoot)
 	if err != nil {
@@ -129,7 +130,7 @@ func TestGDBSequentialSessions(t *testing.T) {
 // advertised without psp, see package doc).
 func TestGDBUnknownRegisters(t *testing.T) {
 	if !gdbtest.Available() {
-		t.Skip(gdbtest.GDB + " is not installed (CI installs it)")
+		testtool.Missing(t, gdbtest.GDB+" is not installed (CI installs it)")
 	}
 	fixtures, err := gdbtest.Fixtures(repoRoot)
 	if err != nil {

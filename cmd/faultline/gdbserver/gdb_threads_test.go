@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/faultline-dev/faultline/internal/testtool"
 	"net"
 	"os"
 	"os/exec"
@@ -111,7 +112,7 @@ var (
 // thread entry (GDB may add one frame at the entry's return address 0).
 func TestGDBThreads(t *testing.T) {
 	if !gdbtest.Available() {
-		t.Skip(gdbtest.GDB + " is not installed (CI installs it)")
+		testtool.Missing(t, gdbtest.GDB+" is not installed (CI installs it)")
 	}
 	cases := rtosCases(t)
 	// The Zephyr coredumps go through the faultline command itself
