@@ -124,46 +124,12 @@ func typesLayout(ts *Types) (*frLayout, error) {
 	return l, nil
 }
 
-// frPort is how a port saves a task's context (FreeRTOS GCC ports).
-type frPort int
-
-const (
-	portCM3     frPort = iota // ARM_CM0 and ARM_CM3: r4-r11
-	portCM4F                  // ARM_CM4F / ARM_CM7: r4-r11, EXC_RETURN, [s16-s31]
-	portCM33                  // ARM_CM33_NTZ: PSPLIM, EXC_RETURN, r4-r11, [s16-s31]
-	portCM33MPU               // ARM_CM33_NTZ with MPU: PSPLIM, CONTROL, EXC_RETURN, r4-r11, [s16-s31]
-)
-
-func (p frPort) String() string {
-	return [...]string{"ARM_CM0/ARM_CM3", "ARM_CM4F", "ARM_CM33_NTZ", "ARM_CM33_NTZ (MPU)"}[p]
-}
-
-// detectPort tells the port from the ELF's build attributes: v8-M saves
-// PSPLIM, an FPU port saves EXC_RETURN.
-func detectPort(f *elfsym.File, mpu bool) frPort {
-	a := f.Attributes()
-	if a == nil {
-		return portCM3
-	}
-	switch a.CPUArchRaw {
-	case 16, 17, 21: // v8-M.baseline, v8-M.mainline, v8.1-M.mainline
-		if mpu {
-			return portCM33MPU
-		}
-		return portCM33
-	}
-	if a.FPArch != "" && a.CPUArchRaw != 11 && a.CPUArchRaw != 12 {
-		return portCM4F
-	}
-	return portCM3
-}
-
 type frReader struct {
-	in   Input
-	l    *frLayout
-	k    *Kernel
-	port frPort
-	buf  [64]byte
+	in  Input
+	l   *frLayout
+	k   *Kernel
+	ctx *ctxLayout
+	buf [64]byte
 }
 
 func (r *frReader) u32(addr uint32) (uint32, error) {
@@ -243,9 +209,14 @@ type namedList struct {
 // frStatic is what discovery derives from the ELF alone: computed once
 // per file (elfsym.File.Memo), shared by every dump of that firmware.
 type frStatic struct {
-	curSym   uint32
-	l        *frLayout
-	port     frPort
+	curSym uint32
+	l      *frLayout
+	// ctx is the saved-context layout read from the PendSV handler; when
+	// that failed, ctxAlts are the layouts the build attributes allow
+	// (the one most tasks fit is used) and ctx is nil.
+	ctx      *ctxLayout
+	ctxAlts  []*ctxLayout
+	ctxErr   error
 	lists    []namedList // in the order tasks are reported after the current one
 	warnings []string
 }
@@ -259,7 +230,11 @@ func freertosStatic(f *elfsym.File, curSym uint32) *frStatic {
 			l = defaultLayout()
 			st.warnings = append(st.warnings, fmt.Sprintf("FreeRTOS task structures not usable from the debug information (%v): tasks read with FreeRTOS's default layout (mini list items, no MPU wrappers, 16-character names); names and priorities may be wrong for another configuration", err))
 		}
-		st.l, st.port = l, detectPort(f, l.mpu >= 0)
+		st.l = l
+		st.ctx, st.ctxErr = decodeSaveLayout(f)
+		if st.ctx == nil {
+			st.ctxAlts = attrLayouts(f, l.mpu >= 0)
+		}
 		if ready, ok := f.Symbol("pxReadyTasksLists"); ok {
 			n := 0
 			if v, err := ts.Variable("pxReadyTasksLists"); err == nil && v.Count > 0 {
@@ -294,7 +269,7 @@ func discoverFreeRTOS(in Input) (*Kernel, error) {
 	}
 	st := freertosStatic(in.ELF, curSym)
 	k := &Kernel{Kind: "freertos", Source: st.l.source, Warnings: append([]string(nil), st.warnings...)}
-	r := &frReader{in: in, l: st.l, k: k, port: st.port}
+	r := &frReader{in: in, l: st.l, k: k, ctx: st.ctx}
 	lists := st.lists
 
 	cur, err := r.u32(curSym)
@@ -323,6 +298,9 @@ func discoverFreeRTOS(in Input) (*Kernel, error) {
 	if len(tcbs) == 0 {
 		k.Warnings = append(k.Warnings, "pxCurrentTCB is NULL and no task is on any list: the scheduler has not started")
 		return k, nil
+	}
+	if r.ctx == nil {
+		r.ctx = r.chooseLayout(st, tcbs, cur)
 	}
 	sl := r.stateLists()
 	k.Threads = in.Threads[:0]
@@ -590,7 +568,38 @@ func (r *frReader) stackOf(t *Thread, tcb uint32) {
 	t.Stack.HighWaterBytes = n
 }
 
-// savedContext reads the registers a switched-out task's context holds.
+// chooseLayout picks, among the layouts the build attributes allow, the
+// one most switched-out tasks' saved contexts fit, and says so.
+func (r *frReader) chooseLayout(st *frStatic, tcbs []uint32, cur uint32) *ctxLayout {
+	best, bestN, total := st.ctxAlts[0], -1, 0
+	for _, l := range st.ctxAlts {
+		n := 0
+		total = 0
+		for _, t := range tcbs {
+			if t == cur {
+				continue
+			}
+			total++
+			top, err := r.u32(t + uint32(r.l.top))
+			if err != nil {
+				continue
+			}
+			if c, err := readContext(r.in.Mem, r.in.ELF, l, top); err == nil && c.bad == "" {
+				n++
+			}
+		}
+		if n > bestN {
+			best, bestN = l, n
+		}
+	}
+	r.warnf("FreeRTOS saved-context layout not read from the firmware's PendSV handler (%v): chosen from the build attributes as %s, which %d of %d switched-out tasks fit", st.ctxErr, best.name, bestN, total)
+	return best
+}
+
+// savedContext reads the registers a switched-out task's context holds,
+// with the layout read from the port's own PendSV handler, and checks
+// them: a context that does not fit (EXC_RETURN, the stacked xPSR's Thumb
+// bit, the stacked PC in code) is reported instead of its registers.
 func (r *frReader) savedContext(t *Thread, tcb uint32) {
 	top, err := r.u32(tcb + uint32(r.l.top))
 	if err != nil {
@@ -598,98 +607,19 @@ func (r *frReader) savedContext(t *Thread, tcb uint32) {
 		return
 	}
 	t.Stack.SP = top
-	var w [11]uint32
-	read := func(addr uint32, dst []uint32) error {
-		b := r.buf[:4*len(dst)]
-		if err := r.in.Mem.Read(addr, b); err != nil {
-			return err
-		}
-		for i := range dst {
-			dst[i] = uint32(b[4*i]) | uint32(b[4*i+1])<<8 | uint32(b[4*i+2])<<16 | uint32(b[4*i+3])<<24
-		}
-		return nil
-	}
-	var regs unwinders.Registers
-	sp := top
-	exc := uint32(0xFFFFFFFD)
-	var sw int
-	switch r.port {
-	case portCM3:
-		sw = 8
-	case portCM4F:
-		sw = 9
-	case portCM33:
-		sw = 10
-	case portCM33MPU:
-		sw = 11
-	}
-	if err := read(sp, w[:sw]); err != nil {
+	c, err := readContext(r.in.Mem, r.in.ELF, r.ctx, top)
+	if err != nil {
 		t.Err = fmt.Errorf("saved context of task %s at 0x%08x (pxTopOfStack) is not in the dump: %v", t.Name, top, err)
 		return
 	}
-	r4 := 0
-	switch r.port {
-	case portCM4F:
-		exc = w[8]
-	case portCM33:
-		exc, r4 = w[1], 2
-	case portCM33MPU:
-		exc, r4 = w[2], 3
-		regs.Set(unwinders.CONTROL, w[1])
-	}
-	for i := 0; i < 8; i++ {
-		regs.Set(unwinders.R4+unwinders.Reg(i), w[r4+i])
-	}
-	sp += uint32(4 * sw)
-	if r.port != portCM3 && !unwinders.LooksLikeExcReturn(exc) {
-		t.Err = fmt.Errorf("task %s: the saved EXC_RETURN 0x%08x at 0x%08x is not an exception return value: its saved context is corrupt (port %s)", t.Name, exc, top, r.port)
+	if c.bad != "" {
+		t.Err = fmt.Errorf("task %s: the saved context at 0x%08x does not fit the port's layout (%s): %s; the context is corrupt or the layout is wrong, so its registers are not shown", t.Name, top, r.ctx.name, c.bad)
 		return
 	}
-	fpFrame := exc&0x10 == 0
-	if fpFrame {
-		var s [16]uint32
-		if err := read(sp, s[:]); err != nil {
-			t.Err = fmt.Errorf("saved FP registers of task %s at 0x%08x are not in the dump: %v", t.Name, sp, err)
-			return
-		}
-		for i, v := range s {
-			regs.Set(unwinders.S(16+i), v)
-		}
-		sp += 64
+	t.Regs = c.regs
+	if !r.ctx.pspKnown {
+		t.Stack.SP = c.psp // the context is saved in the task control block (MPU ports)
 	}
-	var hw [8]uint32
-	if err := read(sp, hw[:]); err != nil {
-		t.Err = fmt.Errorf("saved exception frame of task %s at 0x%08x is not in the dump: %v", t.Name, sp, err)
-		return
-	}
-	for i, reg := range []unwinders.Reg{unwinders.R0, unwinders.R1, unwinders.R2, unwinders.R3, unwinders.R12, unwinders.LR, unwinders.PC, unwinders.XPSR} {
-		regs.Set(reg, hw[i])
-	}
-	if fpFrame {
-		var s [16]uint32
-		if err := read(sp+32, s[:]); err == nil {
-			for i, v := range s {
-				regs.Set(unwinders.S(i), v)
-			}
-			var f [1]uint32
-			if read(sp+96, f[:]) == nil {
-				regs.Set(unwinders.FPSCR, f[0])
-			}
-		}
-		sp += 0x68
-	} else {
-		sp += 0x20
-	}
-	if hw[7]&(1<<9) != 0 {
-		sp += 4
-	}
-	regs.Set(unwinders.SP, sp)
-	regs.Set(unwinders.PSP, sp)
-	if pc := hw[6]; !r.in.ELF.IsCode(pc &^ 1) {
-		t.Diagnosis = append(t.Diagnosis, fmt.Sprintf("the saved PC 0x%08x is not in the firmware's code: the saved context is probably corrupt", pc))
-	}
-	t.Regs = regs
-	t.Stack.SP = top
 }
 
 // diagnose compares the saved SP with the stack bounds and checks the

@@ -200,7 +200,7 @@ func TestFreeRTOSCM33MPUFrame(t *testing.T) {
 		pm.words[top] = 0x2
 	}
 	st := freertosStatic(in.ELF, 0)
-	r := &frReader{in: Input{ELF: in.ELF, Mem: pm, Regs: in.Regs}, l: st.l, k: &Kernel{}, port: portCM33MPU}
+	r := &frReader{in: Input{ELF: in.ELF, Mem: pm, Regs: in.Regs}, l: st.l, k: &Kernel{}, ctx: layoutCM33M}
 	checked := 0
 	for _, w := range want {
 		if w.Current {
@@ -229,5 +229,87 @@ func TestFreeRTOSCM33MPUFrame(t *testing.T) {
 	}
 	if checked != 12 {
 		t.Errorf("%d tasks checked", checked)
+	}
+}
+
+// The saved-context layout is read from each firmware's own PendSV handler
+// and is the layout of the FreeRTOS port the look-alike copies for its
+// core (port.c's header): ARM_CM0 V11.1+, ARM_CM3, ARM_CM4F, ARM_CM33_NTZ.
+func TestFreeRTOSSaveLayoutFromHandler(t *testing.T) {
+	m, _ := filepath.Glob("../firmware-samples/rtos-freertos/build/*.elf")
+	if len(m) == 0 {
+		t.Fatal("no rtk builds")
+	}
+	want := map[string]*ctxLayout{"m0": layoutCM0V11, "m3": layoutCM3, "m4f": layoutCM4F, "m33": layoutCM33}
+	for _, p := range m {
+		b := strings.TrimSuffix(filepath.Base(p), ".elf")
+		core := strings.Split(b, "-")[1]
+		f, err := elfsym.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := decodeSaveLayout(f)
+		if err != nil {
+			t.Errorf("%s: %v", b, err)
+			continue
+		}
+		if !strings.Contains(l.source, "PendSV_Handler at 0x") {
+			t.Errorf("%s: source %q", b, l.source)
+		}
+		w := want[core]
+		if got, exp := describeSlots(l), describeSlots(w); got != exp {
+			t.Errorf("%s: layout %s, want %s", b, got, exp)
+		}
+		if l.pspNF != w.pspNF || l.pspFP != w.pspFP || l.hasFP != w.hasFP {
+			t.Errorf("%s: PSP at +%d/+%d fp %v, want +%d/+%d fp %v", b, l.pspNF, l.pspFP, l.hasFP, w.pspNF, w.pspFP, w.hasFP)
+		}
+		if w.hasFP {
+			for i := 0; i < 16; i++ {
+				found := false
+				for _, s := range l.slots {
+					if s.what == cwReg && s.reg == unwinders.S(16+i) && s.inFP && !s.inNF && s.offFP == w.pspNF+int32(4*i) {
+						found = true
+					}
+				}
+				if !found {
+					t.Errorf("%s: s%d not saved at +%d with an FP context", b, 16+i, w.pspNF+int32(4*i))
+				}
+			}
+		}
+	}
+}
+
+// Without a decodable handler, the layout the build attributes allow that
+// the saved contexts fit is chosen, with a warning: on ARMv6-M both the
+// FreeRTOS V11.1+ ARM_CM0 layout and the older one are possible.
+func TestFreeRTOSLayoutFallback(t *testing.T) {
+	for _, c := range []struct {
+		build string
+		want  *ctxLayout
+	}{{"gcc-m0-O2", layoutCM0V11}, {"clang-m0-Os", layoutCM0V11}, {"gcc-m3-O2", layoutCM3}} {
+		in, want := loadFixture(t, c.build)
+		st := freertosStatic(in.ELF, 0)
+		k := &Kernel{}
+		r := &frReader{in: in, l: st.l, k: k}
+		var tcbs []uint32
+		cur := uint32(0)
+		for _, w := range want {
+			id, _ := strconv.ParseUint(strings.TrimPrefix(w.ID, "0x"), 16, 32)
+			tcbs = append(tcbs, uint32(id))
+			if w.Current {
+				cur = uint32(id)
+			}
+		}
+		alts := []*ctxLayout{layoutCM3, layoutCM0V11}
+		if c.want == layoutCM3 {
+			alts = []*ctxLayout{layoutCM0V11, layoutCM3}
+		}
+		got := r.chooseLayout(&frStatic{ctxAlts: alts, ctxErr: errNoHandler}, tcbs, cur)
+		if got != c.want {
+			t.Errorf("%s: chose %s", c.build, got.name)
+		}
+		if len(k.Warnings) != 1 || !strings.Contains(k.Warnings[0], "not read from the firmware's PendSV handler") || !strings.Contains(k.Warnings[0], "12 of 12 switched-out tasks fit") {
+			t.Errorf("%s: warnings %q", c.build, k.Warnings)
+		}
 	}
 }

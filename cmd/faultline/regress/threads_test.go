@@ -44,7 +44,7 @@ func TestRegressThreads(t *testing.T) {
 	}
 	want := []string{
 		"thread IDLE: state ready, the spec expects blocked",
-		"thread IDLE: backtrace: frame #0 is rtk_port_pend_tick (./src/port.c:54), the spec expects prvIdleTask",
+		"thread IDLE: backtrace: frame #0 is rtk_port_pend_tick (./src/port.c:55), the spec expects prvIdleTask",
 		"thread nosuch: not found (freertos threads: net, logger, IDLE, Tmr Svc, rx, dsp, deep, isrwait, monitor, tx, hi, lo, oneshot)",
 	}
 	if r.Status != StatusFail || strings.Join(got, "\n") != strings.Join(want, "\n") {

@@ -3,7 +3,8 @@
  * leaves on the task's stack exactly the frame a FreeRTOS GCC port of the
  * same name leaves (from pxTopOfStack upwards, then the hardware exception
  * frame, ARMv7-M ARM B1.5.7):
- *   ARM_CM0   (v6-M)          r4-r11
+ *   ARM_CM0   (v6-M)          EXC_RETURN, r4-r11 (the layout of FreeRTOS
+ *                             V11.1 and later; before, r4-r11 only)
  *   ARM_CM3   (v7-M)          r4-r11
  *   ARM_CM4F  (v7-M + FPv4)   r4-r11, EXC_RETURN, then s16-s31 when
  *                             EXC_RETURN bit 4 is clear (an FP context)
@@ -69,6 +70,9 @@ uint32_t *rtk_port_init_stack(uint32_t *top, TaskFunction_t fn, void *arg, uint3
 #endif
 	for (int r = 11; r >= 4; r--)
 		*--sp = 0x01010101u * (uint32_t)r; /* r11 .. r4 */
+#if PORT_CM0
+	*--sp = EXC_RETURN_THREAD_PSP;
+#endif
 #if PORT_CM33
 	*--sp = EXC_RETURN_THREAD_PSP;
 	*--sp = limit; /* PSPLIM */
@@ -86,26 +90,27 @@ void SysTick_Handler(void)
 }
 
 #if PORT_CM0
+/* Top of the saved context: EXC_RETURN, then r4-r7, then r8-r11 (36
+ * bytes below the hardware frame). */
 __attribute__((naked)) void PendSV_Handler(void)
 {
 	__asm volatile(
 		".syntax unified\n\t"
+		"ldr r2, =pxCurrentTCB\n\t"
+		"ldr r1, [r2]\n\t"
 		"mrs r0, psp\n\t"
-		"ldr r3, =pxCurrentTCB\n\t"
-		"ldr r2, [r3]\n\t"
-		"subs r0, #32\n\t"
-		"str r0, [r2]\n\t"
-		"stmia r0!, {r4-r7}\n\t"
+		"subs r0, #36\n\t"
+		"str r0, [r1]\n\t"
+		"mov r3, lr\n\t"
+		"stmia r0!, {r3-r7}\n\t"
 		"mov r4, r8\n\t"
 		"mov r5, r9\n\t"
 		"mov r6, r10\n\t"
 		"mov r7, r11\n\t"
 		"stmia r0!, {r4-r7}\n\t"
-		"push {r3, r4}\n\t"
 		"cpsid i\n\t"
 		"bl vTaskSwitchContext\n\t"
 		"cpsie i\n\t"
-		"pop {r3, r4}\n\t"
 		"b rtk_restore_cm0\n\t");
 }
 
@@ -113,19 +118,18 @@ __attribute__((naked, used)) void rtk_restore_cm0(void)
 {
 	__asm volatile(
 		".syntax unified\n\t"
-		"ldr r3, =pxCurrentTCB\n\t"
-		"ldr r1, [r3]\n\t"
+		"ldr r2, =pxCurrentTCB\n\t"
+		"ldr r1, [r2]\n\t"
 		"ldr r0, [r1]\n\t"
-		"adds r0, #16\n\t"
+		"adds r0, #20\n\t"
 		"ldmia r0!, {r4-r7}\n\t"
 		"mov r8, r4\n\t"
 		"mov r9, r5\n\t"
 		"mov r10, r6\n\t"
 		"mov r11, r7\n\t"
 		"msr psp, r0\n\t"
-		"subs r0, #32\n\t"
-		"ldmia r0!, {r4-r7}\n\t"
-		"ldr r3, =0xfffffffd\n\t"
+		"subs r0, #36\n\t"
+		"ldmia r0!, {r3-r7}\n\t"
 		"bx r3\n\t"
 		".ltorg\n\t");
 }
