@@ -244,6 +244,9 @@ func (r *ProbeRun) finish() {
 // uc.HeapLive keep their state.
 func (r *ProbeRun) Mark(addr, n uint32, state int, soft bool) { r.hw.Mark(addr, n, state, soft) }
 
+// Fill sets the map state of the bytes of [addr, addr+n) that have none.
+func (r *ProbeRun) Fill(addr, n uint32, state int) { r.hw.Fill(addr, n, state) }
+
 // ClearMap forgets every mark.
 func (r *ProbeRun) ClearMap() { r.hw.ClearMap() }
 

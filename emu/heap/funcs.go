@@ -22,6 +22,10 @@ const (
 	OpRealloc            // Ptr to Size
 	OpFree               // Ptr
 	OpMemalign           // Size bytes, aligned
+	// OpInternal is allocator-internal code (statistics, heap walks,
+	// usable-size queries): it reads the allocator's free memory by
+	// design, so its accesses are not checked; no block changes hands.
+	OpInternal
 )
 
 func (o Op) String() string {
@@ -36,6 +40,8 @@ func (o Op) String() string {
 		return "free"
 	case OpMemalign:
 		return "memalign"
+	case OpInternal:
+		return "internal"
 	}
 	return fmt.Sprintf("op(%d)", int(o))
 }
@@ -88,7 +94,32 @@ func KnownFuncs() []Func {
 		nl("pvalloc", OpAlloc, -1, 0, -1),
 		nl("_pvalloc_r", OpAlloc, -1, 1, -1),
 		{Name: "pvPortMalloc", Family: "freertos", Op: OpAlloc, Ptr: -1, Size: 0, Count: -1, Header: heap4Header},
+		{Name: "pvPortCalloc", Family: "freertos", Op: OpCalloc, Ptr: -1, Size: 1, Count: 0, Header: heap4Header},
 		{Name: "vPortFree", Family: "freertos", Op: OpFree, Ptr: 0, Size: -1, Count: -1, Header: heap4Header},
+	}
+	// Allocator-internal code the firmware may call (or that its calls
+	// reach outside an entry point above): it walks the free blocks by
+	// design. newlib's malloc_stats is left out on purpose: it prints
+	// through stdio, which may allocate (a call made inside another is
+	// not tracked); the walk it makes is __malloc_update_mallinfo's,
+	// hooked itself. newlib-nano's mallinfo and malloc_stats walk in
+	// _mallinfo_r.
+	internal := func(name, family string) Func {
+		return Func{Name: name, Family: family, Op: OpInternal, Ptr: -1, Size: -1, Count: -1}
+	}
+	for _, n := range []string{
+		"mallinfo", "_mallinfo_r", "__malloc_update_mallinfo", "nano_mallinfo",
+		"malloc_trim", "_malloc_trim_r", "malloc_usable_size", "_malloc_usable_size_r", "nano_malloc_usable_size",
+		"mallopt", "_mallopt_r",
+	} {
+		fs = append(fs, internal(n, "newlib"))
+	}
+	for _, n := range []string{
+		"vPortGetHeapStats", "xPortGetFreeHeapSize", "xPortGetMinimumEverFreeHeapSize",
+		"xPortResetHeapMinimumEverFreeHeapSize", "vPortInitialiseBlocks", "vPortHeapResetState",
+		"prvHeapInit", "prvInsertBlockIntoFreeList",
+	} {
+		fs = append(fs, internal(n, "freertos"))
 	}
 	for _, n := range []string{
 		"_Znwj", "_Znaj", // new(size_t), new[](size_t)

@@ -53,7 +53,9 @@ func (t *Tracker) Report() (*Report, error) {
 		r.PeakBlock = t.block(s.peak)
 	}
 	for _, f := range t.hooked {
-		r.Hooked = append(r.Hooked, f.Name)
+		if f.Op != OpInternal {
+			r.Hooked = append(r.Hooked, f.Name)
+		}
 	}
 	sort.Strings(r.Hooked)
 	bySite := map[string]*Site{}

@@ -256,9 +256,11 @@ func (t *Tracker) Start(r *emu.ProbeRun) error {
 		}
 		t.byAddr[addr] = f
 		t.hooked = append(t.hooked, f)
-		fam[f.Family] = true
+		if f.Op != OpInternal {
+			fam[f.Family] = true
+		}
 	}
-	if len(t.hooked) == 0 {
+	if len(fam) == 0 {
 		return fmt.Errorf("heap: the firmware has none of the allocator functions faultline knows (newlib malloc/free, FreeRTOS pvPortMalloc/vPortFree, C++ operator new/delete); name yours with --alloc and --free")
 	}
 	for f := range fam {
@@ -495,7 +497,7 @@ func pad(addr, size uint32) uint32 {
 // returned handles an allocator call's return (p is r0, its result).
 func (t *Tracker) returned(c *call, p uint32) {
 	op := t.hooked[c.id].Op
-	if op == OpFree {
+	if op == OpFree || op == OpInternal {
 		return
 	}
 	if op == OpRealloc && p == 0 {
@@ -539,6 +541,9 @@ func markLive(r *emu.ProbeRun, b rec, header uint32) {
 	}
 	r.Mark(b.addr, b.size, uc.HeapLive, false)
 	r.Mark(b.addr+b.size, pad(b.addr, b.size), uc.HeapPad, true)
+	// What follows the block (heapwatch.c, mark_live): bookkeeping, or
+	// newlib's rounding slack, unless something else is known there.
+	r.Fill(b.addr+b.size+pad(b.addr, b.size), header, uc.HeapHeader)
 }
 
 // Access implements emu.Probe.

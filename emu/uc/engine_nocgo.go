@@ -176,6 +176,7 @@ const (
 	HeapOpRealloc  = 2
 	HeapOpFree     = 3
 	HeapOpMemalign = 4
+	HeapOpInternal = 5
 )
 
 // HeapWatch is the C heap watcher; unavailable without cgo.
@@ -246,6 +247,7 @@ func (w *HeapWatch) PutLive(addr, size, header uint32) error   { return ErrUnava
 func (w *HeapWatch) LiveBlocks() int                           { return 0 }
 func (w *HeapWatch) SetPending(p *HeapPending)                 {}
 func (w *HeapWatch) Mark(addr, n uint32, state int, soft bool) {}
+func (w *HeapWatch) Fill(addr, n uint32, state int)            {}
 func (w *HeapWatch) ClearMap()                                 {}
 func (w *HeapWatch) Checks(on bool)                            {}
 func (w *HeapWatch) InsideNow() bool                           { return false }

@@ -170,6 +170,14 @@ static inline __attribute__((always_inline)) void mark(fl_heapwatch *w, uint32_t
 		memset(m, state, len);
 		return;
 	}
+	if (soft == FL_HW_MARK_FILL) {
+		for (size_t i = 0; i < len; i++) {
+			if (m[i] == FL_HW_NONE) {
+				m[i] = state;
+			}
+		}
+		return;
+	}
 	for (size_t i = 0; i < len; i++) {
 		if (m[i] != FL_HW_LIVE) {
 			m[i] = state;
@@ -294,6 +302,14 @@ static void mark_live(fl_heapwatch *w, uint32_t addr, uint32_t size, uint32_t he
 	}
 	mark(w, addr, size, FL_HW_LIVE, 0);
 	mark(w, addr + size, pad(addr, size), FL_HW_PAD, 1);
+	// Past the padding lies what follows the block: the next block's
+	// bookkeeping (heap_4, newlib-nano), or newlib's rounding slack (a
+	// chunk's usable size runs 4 bytes into the next chunk's prev_size)
+	// and then the next chunk's size. A write there is past the size the
+	// program asked for (as valgrind checks), also when no block was ever
+	// allocated after this one: memory nobody has marked becomes
+	// bookkeeping.
+	mark(w, addr + size + pad(addr, size), header, FL_HW_HEADER, FL_HW_MARK_FILL);
 }
 
 // release frees the live block at ptr in the map; 0 if there is none (Go
@@ -528,7 +544,7 @@ static void entry(fl_tracker *t, fl_heapwatch *w, uint32_t addr, const fl_hw_fun
 // ret handles the return of the call in progress.
 static void ret(fl_tracker *t, fl_heapwatch *w, uint32_t r0) {
 	w->inside = 0;
-	uint32_t p = w->p_op == FL_HW_OP_FREE ? 0 : r0;
+	uint32_t p = (w->p_op == FL_HW_OP_FREE || w->p_op == FL_HW_OP_INTERNAL) ? 0 : r0;
 	if (w->p_ev_ok && w->p_ev < w->nev && w->ev[w->p_ev].kind == FL_HW_EV_ENTRY) {
 		// The entry is still buffered (the usual case): it becomes the
 		// whole call.
@@ -544,7 +560,7 @@ static void ret(fl_tracker *t, fl_heapwatch *w, uint32_t r0) {
 		e->ptr = p;
 	}
 	w->p_ev_ok = 0;
-	if (w->p_op == FL_HW_OP_FREE) {
+	if (w->p_op == FL_HW_OP_FREE || w->p_op == FL_HW_OP_INTERNAL) {
 		return;
 	}
 	if (p == 0) {

@@ -30,6 +30,7 @@ const (
 	HeapOpRealloc  = C.FL_HW_OP_REALLOC
 	HeapOpFree     = C.FL_HW_OP_FREE
 	HeapOpMemalign = C.FL_HW_OP_MEMALIGN
+	HeapOpInternal = C.FL_HW_OP_INTERNAL
 )
 
 // HeapWatch is the C half of heap tracking (heapwatch.c), attached to a
@@ -267,6 +268,12 @@ func (w *HeapWatch) SetPending(p *HeapPending) {
 // soft, bytes marked HeapLive keep their state.
 func (w *HeapWatch) Mark(addr, n uint32, state int, soft bool) {
 	C.fl_hw_mark(w.p, C.uint32_t(addr), C.uint32_t(n), C.uint8_t(state), C.int(b2u(soft)))
+}
+
+// Fill sets the map state of the bytes of [addr, addr+n) that have none
+// (HeapNone), clipped to the map.
+func (w *HeapWatch) Fill(addr, n uint32, state int) {
+	C.fl_hw_mark(w.p, C.uint32_t(addr), C.uint32_t(n), C.uint8_t(state), C.FL_HW_MARK_FILL)
 }
 
 // ClearMap sets the whole map to HeapNone.

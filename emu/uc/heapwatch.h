@@ -26,6 +26,10 @@ enum {
 	FL_HW_PAD = 4,    // past a live block's requested size, before its next header
 };
 
+// fl_hw_mark's soft argument: 0 sets every byte, 1 leaves live bytes,
+// FL_HW_MARK_FILL sets only bytes in no state (FL_HW_NONE).
+#define FL_HW_MARK_FILL 2
+
 // What an entry point does (the values of Go's heap.Op).
 enum {
 	FL_HW_OP_ALLOC = 0,
@@ -33,6 +37,11 @@ enum {
 	FL_HW_OP_REALLOC = 2,
 	FL_HW_OP_FREE = 3,
 	FL_HW_OP_MEMALIGN = 4,
+	// Allocator-internal code that reads and writes the allocator's own
+	// memory, free blocks included (mallinfo, malloc_usable_size,
+	// vPortGetHeapStats...): no block changes hands, its accesses are not
+	// checked while it runs.
+	FL_HW_OP_INTERNAL = 5,
 	// Not an allocator: a block address watched for Go (fl_hw_watch),
 	// reported by goHeapBlock when a block starts there.
 	FL_HW_OP_WATCH = 99,

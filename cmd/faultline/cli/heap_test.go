@@ -50,11 +50,12 @@ func heapSummary(t *testing.T, d *HeapDoc) []string {
 func TestHeapPlanted(t *testing.T) {
 	skipWithoutEmulator(t)
 	anon := "(anonymous namespace)::"
-	cases := []struct {
+	type heapCase struct {
 		elf      string
 		scenario int
 		want     []string
-	}{
+	}
+	cases := []heapCase{
 		{"heap-c", 0, nil},
 		{"heap-c", 1, []string{
 			"site 144 bytes 3 blocks make_packet < leak_packets",
@@ -90,6 +91,25 @@ func TestHeapPlanted(t *testing.T) {
 			"site 24 bytes 1 blocks overflow < main",
 			"site 24 bytes 1 blocks overflow < main",
 			"overflow in fill, allocated in overflow, freed in -"}},
+	}
+	// Issue 23: the allocator's own statistics walk (mallinfo,
+	// vPortGetHeapStats) is no use after free (scenario 9), and a write
+	// past the requested size inside the allocator's rounding slack, with
+	// no block after it, is an overflow (scenario 10), on newlib,
+	// newlib-nano and the heap_4-style allocator, gcc and clang.
+	for _, b := range []string{"heap-c", "heap-c-nano", "heap-c-clang", "heap-c-nano-clang", "heap-rtos", "heap-rtos-clang"} {
+		cases = append(cases,
+			heapCase{b, 9, nil},
+			heapCase{b, 10, []string{"site 24 bytes 1 blocks slack_overflow < main", "overflow in fill_words, allocated in slack_overflow, freed in -"}})
+		if b != "heap-c" && b != "heap-rtos" {
+			want := []string{"site 144 bytes 3 blocks make_packet < leak_packets", "site 20 bytes 1 blocks copy_name < leak_name"}
+			if b == "heap-rtos-clang" {
+				want = []string{"site 200 bytes 1 blocks leak_table < main", "site 80 bytes 2 blocks new_msg < leak_msgs"}
+			}
+			cases = append(cases,
+				heapCase{b, 0, nil},
+				heapCase{b, 1, want})
+		}
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s-%d", c.elf, c.scenario), func(t *testing.T) {

@@ -29,6 +29,10 @@ enum {
 	HEAP_CRASH = 6,        /* leaks, then a NULL write: the dump-side walk */
 	HEAP_BUSY = 7,         /* an allocation-heavy loop (benchmarks) */
 	HEAP_BUSY_CRASH = 8,   /* the loop, then HEAP_CRASH: a fault after millions of instructions */
+	HEAP_ALLOC_STATS = 9,  /* the allocator's statistics (mallinfo & co., vPortGetHeapStats) while it
+	                          has free blocks: its own reads of free memory, no error (heap-c, heap-rtos) */
+	HEAP_SLACK_OVERFLOW = 10, /* an off-by-one fill writes 4 bytes past a 24-byte block, the last one:
+	                             into newlib's rounding slack, past heap_4's block (heap-c, heap-rtos) */
 };
 
 extern volatile uint32_t heap_scenario;

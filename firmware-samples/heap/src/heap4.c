@@ -30,6 +30,7 @@ static BlockLink_t xStart;
 static BlockLink_t *pxEnd;
 static size_t xFreeBytesRemaining;
 static size_t xMinimumEverFreeBytesRemaining;
+static size_t xAllocs, xFrees;
 
 static void heap_setup(void)
 {
@@ -98,6 +99,7 @@ void *pvPortMalloc(size_t wanted)
 		xMinimumEverFreeBytesRemaining = xFreeBytesRemaining;
 	blk->xBlockSize |= USED_BIT;
 	blk->pxNextFreeBlock = NULL;
+	xAllocs++;
 	return (uint8_t *)blk + HDR_SIZE;
 }
 
@@ -112,6 +114,7 @@ void vPortFree(void *pv)
 		return;
 	blk->xBlockSize &= ~USED_BIT;
 	xFreeBytesRemaining += blk->xBlockSize;
+	xFrees++;
 	list_insert(blk);
 }
 
@@ -123,4 +126,27 @@ size_t xPortGetFreeHeapSize(void)
 size_t xPortGetMinimumEverFreeHeapSize(void)
 {
 	return xMinimumEverFreeBytesRemaining;
+}
+
+/* Walks the free list for its statistics, as FreeRTOS's does: it reads the
+ * BlockLink_t of every free block. */
+void vPortGetHeapStats(HeapStats_t *stats)
+{
+	size_t blocks = 0, largest = 0, smallest = (size_t)-1;
+	if (pxEnd != NULL) {
+		for (BlockLink_t *b = xStart.pxNextFreeBlock; b != pxEnd && b != NULL; b = b->pxNextFreeBlock) {
+			blocks++;
+			if (b->xBlockSize > largest)
+				largest = b->xBlockSize;
+			if (b->xBlockSize < smallest)
+				smallest = b->xBlockSize;
+		}
+	}
+	stats->xAvailableHeapSpaceInBytes = xFreeBytesRemaining;
+	stats->xSizeOfLargestFreeBlockInBytes = largest;
+	stats->xSizeOfSmallestFreeBlockInBytes = blocks ? smallest : 0;
+	stats->xNumberOfFreeBlocks = blocks;
+	stats->xMinimumEverFreeBytesRemaining = xMinimumEverFreeBytesRemaining;
+	stats->xNumberOfSuccessfulAllocations = xAllocs;
+	stats->xNumberOfSuccessfulFrees = xFrees;
 }

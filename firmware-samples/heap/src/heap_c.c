@@ -128,6 +128,41 @@ FW_NOINLINE static void busy(uint32_t n)
 	}
 }
 
+/* Asks the allocator about itself while it has a free chunk between live
+ * ones: mallinfo walks the free chunks (reads of free memory by the
+ * allocator, by design) and malloc_usable_size reads a chunk's header.
+ * (newlib-nano has no _malloc_trim_r behind malloc_trim.) Nothing leaks. */
+FW_NOINLINE static void alloc_stats(void)
+{
+	/* Through keep[]: the compiler may not drop an unused malloc/free pair. */
+	keep[0] = malloc(40);
+	keep[1] = malloc(100);
+	keep[2] = malloc(24);
+	free(keep[1]);
+	struct mallinfo mi = mallinfo();
+	fw_sink += (uint32_t)mi.uordblks + (uint32_t)mi.fordblks + (uint32_t)malloc_usable_size(keep[0]);
+	free(keep[0]);
+	free(keep[2]);
+	mi = mallinfo();
+	fw_sink += (uint32_t)mi.arena;
+}
+
+/* An off-by-one fill loop: n + 1 words. */
+FW_NOINLINE static void fill_words(uint32_t *dst, uint32_t n)
+{
+	for (uint32_t i = 0; i <= n; i++)
+		dst[i] = i;
+}
+
+/* The 7th word lands 0-3 bytes past a 24-byte block, the last one: still
+ * inside newlib's chunk (its usable size is 28), past newlib-nano's. */
+FW_NOINLINE static void slack_overflow(void)
+{
+	uint32_t *p = malloc(24);
+	fill_words(p, 24 / sizeof *p);
+	keep[5] = p;
+}
+
 extern volatile uint32_t *volatile fw_null;
 volatile uint32_t *volatile fw_null;
 
@@ -173,6 +208,12 @@ int main(void)
 	case HEAP_BUSY_CRASH:
 		busy(heap_iterations);
 		crash();
+		break;
+	case HEAP_ALLOC_STATS:
+		alloc_stats();
+		break;
+	case HEAP_SLACK_OVERFLOW:
+		slack_overflow();
 		break;
 	}
 	return 0;

@@ -100,6 +100,38 @@ FW_NOINLINE static void busy(uint32_t n)
 	}
 }
 
+/* Asks the allocator for its statistics while a free block starts inside
+ * memory freed earlier (a block split off a freed one): the walk of the
+ * free list reads it, by design. Nothing leaks. */
+FW_NOINLINE static void alloc_stats(void)
+{
+	void *big = pvPortMalloc(100);
+	void *hold = pvPortMalloc(16);
+	vPortFree(big);
+	void *small = pvPortMalloc(16); /* split off big's block */
+	HeapStats_t st;
+	vPortGetHeapStats(&st);
+	fw_sink += (uint32_t)(st.xAvailableHeapSpaceInBytes + st.xNumberOfFreeBlocks + xPortGetFreeHeapSize());
+	vPortFree(small);
+	vPortFree(hold);
+}
+
+/* An off-by-one fill loop: n + 1 words. */
+FW_NOINLINE static void fill_words(uint32_t *dst, uint32_t n)
+{
+	for (uint32_t i = 0; i <= n; i++)
+		dst[i] = i;
+}
+
+/* The 7th word lands just past a 24-byte block, the last one: into the
+ * header of the free block split off after it. */
+FW_NOINLINE static void slack_overflow(void)
+{
+	uint32_t *p = pvPortMalloc(24);
+	fill_words(p, 24 / sizeof *p);
+	keep[5] = p;
+}
+
 extern volatile uint32_t *volatile fw_null;
 volatile uint32_t *volatile fw_null;
 
@@ -144,6 +176,12 @@ int main(void)
 	case HEAP_BUSY_CRASH:
 		busy(heap_iterations);
 		crash();
+		break;
+	case HEAP_ALLOC_STATS:
+		alloc_stats();
+		break;
+	case HEAP_SLACK_OVERFLOW:
+		slack_overflow();
 		break;
 	}
 	return 0;
