@@ -73,6 +73,7 @@ firmware-check: toolchain
 	$(MAKE) -C elfsym/testdata/cxx check
 	$(MAKE) -C firmware-samples/buildid check
 	$(MAKE) -C firmware-samples/noreturn check
+	$(MAKE) -C firmware-samples/dispatch check
 	$(MAKE) -C firmware-samples/excentry check
 
 # Regenerate the QEMU + GDB oracle fixtures.
