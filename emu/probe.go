@@ -235,9 +235,59 @@ func (r *ProbeRun) restore() error {
 	return r.p.Restore(r)
 }
 
-// finish reports the last calls; Run calls it when the run ends.
+// A FinishProbe is told when the run has ended, before the engine
+// closes: its memory and registers are as the run left them.
+type FinishProbe interface {
+	Probe
+	Finish(r *ProbeRun)
+}
+
+// finish reports the last calls, then the end; Run calls it when the run
+// ends.
 func (r *ProbeRun) finish() {
 	r.drain()
+	if f, ok := r.p.(FinishProbe); ok {
+		f.Finish(r)
+	}
+}
+
+// ReadMem reads guest memory.
+func (r *ProbeRun) ReadMem(addr uint32, p []byte) error {
+	return r.m.eng.MemRead(uint64(addr), p)
+}
+
+// Writable returns the writable memory regions (RAM, rw maps).
+func (r *ProbeRun) Writable() []Region {
+	var out []Region
+	for _, g := range r.m.regions {
+		if g.Perm&uc.PermWrite != 0 && !g.Zero {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// Objects returns the firmware's data objects (ELF object symbols with a
+// size), lowest address first.
+func (r *ProbeRun) Objects() []Region {
+	var out []Region
+	for _, s := range r.m.img.byName {
+		if !s.fn && s.size > 0 {
+			out = append(out, Region{Addr: s.addr, Size: s.size, Name: s.name})
+		}
+	}
+	slices.SortFunc(out, func(a, b Region) int {
+		if a.Addr != b.Addr {
+			return int(int64(a.Addr) - int64(b.Addr))
+		}
+		return int(int64(a.Size) - int64(b.Size))
+	})
+	return out
+}
+
+// StackPointers returns MSP and PSP as the core holds them now.
+func (r *ProbeRun) StackPointers() (msp, psp uint32) {
+	return r.m.sysReg(uc.RegMSP), r.m.sysReg(uc.RegPSP)
 }
 
 // Mark sets the map state of [addr, addr+n); with soft, bytes marked

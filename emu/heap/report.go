@@ -11,6 +11,8 @@ type Site struct {
 	Blocks int
 	Via    string // the entry point (of the first block)
 	Stack  Stack
+	// Reach is the reachability its blocks share ("" when not known).
+	Reach string
 	// Addrs are the blocks' addresses, lowest first.
 	Addrs []uint32
 }
@@ -40,6 +42,16 @@ type Report struct {
 	ErrorsDropped int
 	Pending       []Pending
 	Live          []*Block // every live block, lowest address first
+	// Leaks sums the live blocks by reachability (nil when it was not
+	// found; ReachNote then says why, or is "" when nothing was live).
+	Leaks     map[string]LeakSum
+	ReachNote string
+}
+
+// LeakSum is the live bytes and blocks of one reachability class.
+type LeakSum struct {
+	Bytes  uint64
+	Blocks int
 }
 
 // Report returns the heap as it is now. The error is a failure the
@@ -66,11 +78,22 @@ func (t *Tracker) Report() (*Report, error) {
 		}
 	}
 	sort.Slice(r.Live, func(i, j int) bool { return r.Live[i].Addr < r.Live[j].Addr })
+	r.ReachNote = t.reachNote
+	if t.reach != nil {
+		r.Leaks = map[string]LeakSum{}
+		for _, b := range r.Live {
+			b.Reach = t.reach[b.Addr]
+			s := r.Leaks[b.Reach]
+			s.Bytes += uint64(b.Size)
+			s.Blocks++
+			r.Leaks[b.Reach] = s
+		}
+	}
 	for _, b := range r.Live {
-		k := fmt.Sprint(b.Alloc.PCs)
+		k := fmt.Sprint(b.Alloc.PCs, b.Reach)
 		st, ok := bySite[k]
 		if !ok {
-			st = &Site{Via: b.Via, Stack: b.Alloc}
+			st = &Site{Via: b.Via, Stack: b.Alloc, Reach: b.Reach}
 			bySite[k] = st
 			keys = append(keys, k)
 		}

@@ -26,6 +26,9 @@ type Block struct {
 	Via        string // the entry point that allocated it
 	Alloc      Stack
 	AllocInsn  uint64
+	// Reach is the reachability of a block live at the end of the run
+	// (StillReachable, ...); "" when not known.
+	Reach string
 	// For a freed block:
 	FreedBy   string
 	Free      Stack
@@ -222,6 +225,10 @@ type Tracker struct {
 	// for generation gen).
 	byID []idStack
 	gen  uint32
+	// The reachability of the blocks live at the end (Finish), by
+	// address; nil when not found, reachNote then says why (or "").
+	reach     map[uint32]string
+	reachNote string
 }
 
 type idStack struct {

@@ -177,6 +177,25 @@ type HeapSite struct {
 	Via    string      `json:"via"`
 	Addrs  []string    `json:"addresses"`
 	Frames []HeapFrame `json:"frames"`
+	// Reach: "definitely-lost", "indirectly-lost", "possibly-lost" or
+	// "still-reachable" (a site's blocks of different reachability are
+	// separate sites); absent when not known.
+	Reach string `json:"reachability,omitempty"`
+}
+
+// HeapLeak is the live bytes and blocks of one reachability class.
+type HeapLeak struct {
+	Bytes  uint64 `json:"bytes"`
+	Blocks int    `json:"blocks"`
+}
+
+// HeapLeakSummary sums the live blocks by reachability, as valgrind's
+// leak summary.
+type HeapLeakSummary struct {
+	DefinitelyLost HeapLeak `json:"definitely_lost"`
+	IndirectlyLost HeapLeak `json:"indirectly_lost"`
+	PossiblyLost   HeapLeak `json:"possibly_lost"`
+	StillReachable HeapLeak `json:"still_reachable"`
 }
 
 // HeapError is a heap error in faultline.heap/1.
@@ -214,6 +233,10 @@ type HeapDoc struct {
 	Errors     []HeapError `json:"errors"`
 	Dropped    int         `json:"errors_dropped,omitempty"`
 	Pending    []string    `json:"pending,omitempty"`
+	// Leaks is absent when nothing was live at the end, or when the
+	// memory could not be scanned (ReachNote says why).
+	Leaks     *HeapLeakSummary `json:"leak_summary,omitempty"`
+	ReachNote string           `json:"reachability_note,omitempty"`
 }
 
 // HeapJSON turns a run into faultline.heap/1, symbolized with sym.
@@ -227,7 +250,7 @@ func HeapJSON(run *HeapRun, sym *elfsym.File, elfPath string) *HeapDoc {
 		d.PeakAt = heapFrames(sym, r.PeakBlock.Alloc)
 	}
 	for _, s := range r.Sites {
-		hs := HeapSite{Bytes: s.Bytes, Blocks: s.Blocks, Via: s.Via, Frames: heapFrames(sym, s.Stack)}
+		hs := HeapSite{Bytes: s.Bytes, Blocks: s.Blocks, Via: s.Via, Frames: heapFrames(sym, s.Stack), Reach: s.Reach}
 		for _, a := range s.Addrs {
 			hs.Addrs = append(hs.Addrs, fmt.Sprintf("0x%08x", a))
 		}
@@ -248,6 +271,24 @@ func HeapJSON(run *HeapRun, sym *elfsym.File, elfPath string) *HeapDoc {
 	}
 	for _, p := range r.Pending {
 		d.Pending = append(d.Pending, fmt.Sprintf("%s(ptr 0x%08x, size %d) had not returned", p.Func, p.Ptr, p.Size))
+	}
+	d.ReachNote = r.ReachNote
+	if r.Leaks != nil && len(r.Live) > 0 {
+		l := &HeapLeakSummary{}
+		for k, s := range r.Leaks {
+			v := HeapLeak{Bytes: s.Bytes, Blocks: s.Blocks}
+			switch k {
+			case heap.DefinitelyLost:
+				l.DefinitelyLost = v
+			case heap.IndirectlyLost:
+				l.IndirectlyLost = v
+			case heap.PossiblyLost:
+				l.PossiblyLost = v
+			case heap.StillReachable:
+				l.StillReachable = v
+			}
+		}
+		d.Leaks = l
 	}
 	return d
 }
@@ -321,8 +362,19 @@ func writeHeapText(w io.Writer, d *HeapDoc) {
 		fmt.Fprintf(&b, "\n(%d more errors not kept)\n", d.Dropped)
 	}
 	fmt.Fprintf(&b, "\nLive at the end: %d bytes in %d blocks, from %d allocation sites\n", d.LiveBytes, d.LiveBlocks, len(d.Sites))
+	if l := d.Leaks; l != nil {
+		sum := func(h HeapLeak) string { return fmt.Sprintf("%d bytes in %s", h.Bytes, plural(h.Blocks, "block")) }
+		fmt.Fprintf(&b, "  definitely lost %s, indirectly lost %s, possibly lost %s, still reachable %s (by the pointers in the registers and memory at the end)\n",
+			sum(l.DefinitelyLost), sum(l.IndirectlyLost), sum(l.PossiblyLost), sum(l.StillReachable))
+	} else if d.ReachNote != "" {
+		fmt.Fprintf(&b, "  reachability unknown: %s\n", d.ReachNote)
+	}
 	for i, s := range d.Sites {
-		fmt.Fprintf(&b, "\n#%d %d bytes in %d blocks (%s) at %s\n", i+1, s.Bytes, s.Blocks, s.Via, strings.Join(s.Addrs, " "))
+		reach := ""
+		if s.Reach != "" {
+			reach = ", " + strings.ReplaceAll(s.Reach, "-", " ")
+		}
+		fmt.Fprintf(&b, "\n#%d %d bytes in %s (%s%s) at %s\n", i+1, s.Bytes, plural(s.Blocks, "block"), s.Via, reach, strings.Join(s.Addrs, " "))
 		writeFrames(&b, "    ", s.Frames)
 	}
 	for _, p := range d.Pending {

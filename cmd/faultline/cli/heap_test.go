@@ -31,7 +31,11 @@ func heapSummary(t *testing.T, d *HeapDoc) []string {
 		}
 	}
 	for _, s := range d.Sites {
-		out = append(out, fmt.Sprintf("site %d bytes %d blocks %s < %s", s.Bytes, s.Blocks, fn(s.Frames, 0), fn(s.Frames, 1)))
+		reach := ""
+		if s.Reach != "still-reachable" {
+			reach = " " + s.Reach
+		}
+		out = append(out, fmt.Sprintf("site %d bytes %d blocks %s < %s%s", s.Bytes, s.Blocks, fn(s.Frames, 0), fn(s.Frames, 1), reach))
 		check("site", s.Frames)
 	}
 	for _, e := range d.Errors {
@@ -72,7 +76,10 @@ func TestHeapPlanted(t *testing.T) {
 		{"heap-cxx", 0, nil},
 		{"heap-cxx", 1, []string{
 			"site 100 bytes 1 blocks " + anon + "make_buffer(unsigned int) < " + anon + "leak_buffer()",
-			"site 64 bytes 2 blocks " + anon + "Queue::push(unsigned long) < " + anon + "leak_nodes()"}},
+			// The queue's head was forgotten: its first node is lost,
+			// the second only reached from it.
+			"site 32 bytes 1 blocks " + anon + "Queue::push(unsigned long) < " + anon + "leak_nodes() indirectly-lost",
+			"site 32 bytes 1 blocks " + anon + "Queue::push(unsigned long) < " + anon + "leak_nodes() definitely-lost"}},
 		{"heap-cxx", 2, []string{"double-free in " + anon + "double_delete(), allocated in " + anon + "double_delete(), freed in " + anon + "double_delete()"}},
 		{"heap-cxx", 3, []string{"invalid-free in " + anon + "invalid_delete(), allocated in -, freed in -"}},
 		{"heap-cxx", 4, []string{"use-after-free in " + anon + "use_after_delete(), allocated in " + anon + "use_after_delete(), freed in " + anon + "use_after_delete()"}},
@@ -101,6 +108,19 @@ func TestHeapPlanted(t *testing.T) {
 		cases = append(cases,
 			heapCase{b, 9, nil},
 			heapCase{b, 10, []string{"site 24 bytes 1 blocks slack_overflow < main", "overflow in fill_words, allocated in slack_overflow, freed in -"}})
+		if strings.HasPrefix(b, "heap-c") {
+			// Reachability at the end (a NULL write): the block whose
+			// only pointer was overwritten and the one whose pointer is
+			// left in a returned function's frame (dead stack, no
+			// root) are definitely lost; the one in keep[] is not.
+			cases = append(cases, heapCase{b, 11, []string{
+				"site 40 bytes 1 blocks drop_on_stack < lose_blocks definitely-lost",
+				"site 32 bytes 1 blocks lose_blocks < main definitely-lost",
+				"site 24 bytes 1 blocks lose_blocks < main",
+				// newlib's own state points inside it (its top
+				// chunk): no root.
+				"site 12 bytes 1 blocks lose_blocks < main definitely-lost"}})
+		}
 		if b != "heap-c" && b != "heap-rtos" {
 			want := []string{"site 144 bytes 3 blocks make_packet < leak_packets", "site 20 bytes 1 blocks copy_name < leak_name"}
 			if b == "heap-rtos-clang" {
@@ -135,6 +155,15 @@ func TestHeapPlanted(t *testing.T) {
 			}
 			if live != d.LiveBytes {
 				t.Errorf("sites hold %d bytes, live_bytes says %d", live, d.LiveBytes)
+			}
+			if d.LiveBlocks > 0 {
+				l := d.Leaks
+				if l == nil {
+					t.Fatalf("no leak summary: %s", d.ReachNote)
+				}
+				if sum := l.DefinitelyLost.Bytes + l.IndirectlyLost.Bytes + l.PossiblyLost.Bytes + l.StillReachable.Bytes; sum != d.LiveBytes {
+					t.Errorf("the leak summary holds %d bytes, live_bytes says %d", sum, d.LiveBytes)
+				}
 			}
 			if c.scenario == 0 && (d.LiveBytes != 0 || d.LiveBlocks != 0 || d.Allocs == 0 || d.Allocs != d.Frees) {
 				t.Errorf("clean run: %d bytes in %d blocks live, %d allocations, %d frees", d.LiveBytes, d.LiveBlocks, d.Allocs, d.Frees)

@@ -33,6 +33,9 @@ enum {
 	                          has free blocks: its own reads of free memory, no error (heap-c, heap-rtos) */
 	HEAP_SLACK_OVERFLOW = 10, /* an off-by-one fill writes 4 bytes past a 24-byte block, the last one:
 	                             into newlib's rounding slack, past heap_4's block (heap-c, heap-rtos) */
+	HEAP_LOST = 11,        /* two blocks whose last pointer is gone (one overwritten, one left in a
+	                          returned function's stack frame), one still reachable, then a NULL
+	                          write (heap-c) */
 };
 
 extern volatile uint32_t heap_scenario;

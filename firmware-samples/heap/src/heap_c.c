@@ -166,6 +166,42 @@ FW_NOINLINE static void slack_overflow(void)
 extern volatile uint32_t *volatile fw_null;
 volatile uint32_t *volatile fw_null;
 
+/* Keeps the only pointer to a block in its own frame, then returns: the
+ * pointer stays in the dead part of the stack, which is no root. The
+ * frame is large so that the exception entry's stacking below the
+ * caller's SP does not overwrite the word. */
+FW_NOINLINE static void drop_on_stack(void)
+{
+	void *volatile local[16];
+	local[0] = malloc(40);
+	for (int i = 1; i < 16; i++)
+		local[i] = 0;
+	fw_sink += (uint32_t)(uintptr_t)local[0] & 1u;
+}
+
+/* Overwrites r0-r3 (the arguments), so that no register still holds a
+ * pointer the scan would count as a root (not static: the compiler must
+ * pass the arguments). */
+uint32_t heap_scrub(uint32_t a, uint32_t b, uint32_t c, uint32_t d);
+FW_NOINLINE uint32_t heap_scrub(uint32_t a, uint32_t b, uint32_t c, uint32_t d)
+{
+	return a + b + c + d;
+}
+
+FW_NOINLINE static void lose_blocks(void)
+{
+	keep[7] = malloc(32);
+	keep[7] = NULL; /* its only pointer overwritten */
+	keep[6] = malloc(24); /* still reachable */
+	drop_on_stack();
+	/* The last block before newlib's top chunk, whose header (which
+	 * newlib's own state points to) lies inside the 12 bytes asked for. */
+	keep[5] = malloc(12);
+	keep[5] = NULL;
+	fw_sink += heap_scrub(1, 2, 3, 4);
+	*fw_null = 1; /* HardFault: the run ends with the dead frame intact */
+}
+
 FW_NOINLINE static void crash(void)
 {
 	leak_packets();
@@ -214,6 +250,9 @@ int main(void)
 		break;
 	case HEAP_SLACK_OVERFLOW:
 		slack_overflow();
+		break;
+	case HEAP_LOST:
+		lose_blocks();
 		break;
 	}
 	return 0;
