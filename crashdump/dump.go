@@ -237,7 +237,8 @@ const (
 )
 
 // LoadWith reads the dump at path and detects its format from the content.
-// Region files are opened relative to path's directory through an os.Root,
+// Region files are opened relative to the manifest's directory (the
+// directory of its target when path is a symbolic link) through an os.Root,
 // so neither the manifest nor a symbolic link can reach outside it; they
 // must be regular files. Large region files are mapped read-only rather
 // than read, so that only the pages the analysis reads are ever loaded;
@@ -276,6 +277,14 @@ func LoadWith(path string, opt LoadOptions) (*Dump, error) {
 			return nil, &FormatError{File: path, Offset: -1, Msg: "cannot read: " + fsReason(err), Err: err}
 		}
 	}
+	// Region files lie beside the manifest itself: through a symbolic
+	// link to it, beside the link's target.
+	dir := filepath.Dir(path)
+	if st, err := os.Lstat(path); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+		if real, err := filepath.EvalSymlinks(path); err == nil {
+			dir = filepath.Dir(real)
+		}
+	}
 	var (
 		root    *os.Root
 		rootErr error
@@ -288,7 +297,7 @@ func LoadWith(path string, opt LoadOptions) (*Dump, error) {
 		}
 	}()
 	readFile := func(rel string) ([]byte, error) {
-		if b, unmap, ok := readRegionFast(filepath.Dir(path), rel, limit-used, opt.Buffers); ok {
+		if b, unmap, ok := readRegionFast(dir, rel, limit-used, opt.Buffers); ok {
 			switch {
 			case unmap != nil:
 				unmaps = append(unmaps, unmap)
@@ -301,7 +310,7 @@ func LoadWith(path string, opt LoadOptions) (*Dump, error) {
 			return b, nil
 		}
 		if root == nil && rootErr == nil {
-			root, rootErr = os.OpenRoot(filepath.Dir(path))
+			root, rootErr = os.OpenRoot(dir)
 		}
 		if rootErr != nil {
 			return nil, rootErr

@@ -364,11 +364,16 @@ func (d *Dump) WriteELFCore(w io.Writer) error {
 		off += uint32(len(r.Data))
 	}
 	out.Write(notes.Bytes())
-	for _, r := range d.Memory {
-		out.Write(r.Data)
+	// The memory straight from the regions: a core is never held twice.
+	if _, err := w.Write(out.Bytes()); err != nil {
+		return err
 	}
-	_, err := w.Write(out.Bytes())
-	return err
+	for _, r := range d.Memory {
+		if _, err := w.Write(r.Data); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // gdbStackPointer is the SP to give GDB in NT_PRSTATUS: in handler mode

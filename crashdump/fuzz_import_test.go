@@ -48,7 +48,7 @@ func fuzzDump(t *testing.T, data []byte, parse func([]byte, string, func(string)
 		t.Fatalf("Image: %v", err)
 	}
 	_ = fault.Decode(d.Profile(), &d.Regs, d.Fault).String()
-	if _, _, err := d.encode("fuzz", MaxHexRegion); err != nil {
+	if _, _, err := d.encode("fuzz", MaxHexRegion, nil); err != nil {
 		t.Fatalf("encode of an imported dump: %v", err)
 	}
 	_ = d.WriteCrashCatcher(io.Discard)

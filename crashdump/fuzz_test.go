@@ -56,7 +56,7 @@ func FuzzParse(f *testing.F) {
 		}
 		rep := fault.Decode(d.Profile(), &d.Regs, d.Fault)
 		_ = rep.String()
-		m, files, err := d.encode("fuzz", MaxHexRegion)
+		m, files, err := d.encode("fuzz", MaxHexRegion, nil)
 		if err != nil {
 			t.Fatalf("encode of a parsed dump: %v", err)
 		}
@@ -71,7 +71,7 @@ func FuzzParse(f *testing.F) {
 		want := *d
 		want.Warnings = nil // the native format does not store them
 		sameDump(t, d2, &want)
-		m2, _, err := d2.encode("fuzz", MaxHexRegion)
+		m2, _, err := d2.encode("fuzz", MaxHexRegion, nil)
 		if err != nil || !bytes.Equal(m, m2) {
 			t.Fatalf("second encode differs (%v):\n%s\n%s", err, m, m2)
 		}

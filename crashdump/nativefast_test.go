@@ -79,7 +79,7 @@ func nativeInputs(t testing.TB) []nativeInput {
 		if err != nil {
 			continue // register text and memory images need each other
 		}
-		m, files, err := d.encode("import", MaxHexRegion)
+		m, files, err := d.encode("import", MaxHexRegion, nil)
 		if err != nil {
 			t.Fatalf("%s: encode: %v", p, err)
 		}

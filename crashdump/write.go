@@ -2,16 +2,17 @@ package crashdump
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/faultline-dev/faultline/internal/outfile"
 	"github.com/faultline-dev/faultline/unwinders"
 )
 
@@ -35,50 +36,113 @@ const MaxHexRegion = 1024
 // reject: empty, overlapping or oversized regions, a truth frame kind other
 // than "" or "exception", or a negative line.
 func (d *Dump) Write(path string) error {
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		return fmt.Errorf("cannot write %s: it is a directory: give the manifest's file name, such as %s", path, filepath.Join(path, "crash.json"))
+	t, err := outfile.Resolve(path)
+	if err != nil {
+		if errors.Is(err, outfile.ErrRefused) && strings.Contains(err.Error(), "is a directory") {
+			return outfile.Refusef("cannot write %s: it is a directory: give the manifest's file name, such as %s", path, filepath.Join(path, "crash.json"))
+		}
+		return err
 	}
+	if !t.SideFiles() {
+		// A FIFO or a device: no region files beside it, one
+		// self-contained manifest through it.
+		return outfile.WriteAll([]outfile.File{{Target: t, Write: d.WriteSelfContained}})
+	}
+	manifest, files, err := d.encode(manifestBase(t.Path), MaxHexRegion, nil)
+	if err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	outs := make([]outfile.File, 0, len(files)+1)
+	for _, f := range files {
+		rt, err := outfile.Resolve(filepath.Join(t.Dir(), f.name))
+		if err != nil {
+			return err
+		}
+		outs = append(outs, outfile.File{Target: rt, Write: writeBytes(f.data)})
+	}
+	outs = append(outs, outfile.File{Target: t, Write: writeBytes(manifest)}) // last: a reader never sees a manifest without its regions
+	return outfile.WriteAll(outs)
+}
+
+func writeBytes(b []byte) func(io.Writer) error {
+	return func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	}
+}
+
+// manifestBase is the base of a manifest's region file names: its file
+// name without the extension.
+func manifestBase(path string) string {
 	base := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	if base == "" || base == "." || base == string(filepath.Separator) {
 		base = "dump"
 	}
-	manifest, files, err := d.encode(base, MaxHexRegion)
-	if err != nil {
-		return fmt.Errorf("cannot write %s: %w", path, err)
-	}
-	dir := filepath.Dir(path)
-	outs := make([]outFile, 0, len(files)+1)
-	for _, f := range files {
-		outs = append(outs, outFile{filepath.Join(dir, f.name), f.data})
-	}
-	outs = append(outs, outFile{path, manifest}) // last: a reader never sees a manifest without its regions
-	return writeAllAtomic(outs)
+	return base
 }
+
+// MaxSelfContained is the largest self-contained manifest
+// WriteSelfContained writes: the largest manifest Load reads back.
+const MaxSelfContained = MaxManifestSize
 
 // WriteSelfContained writes d as one faultline.dump/1 manifest that holds
 // every region inline as hex (no region files), for `-o -`. It fails like
-// Write for a dump that Load would reject.
+// Write for a dump that Load would reject, and refuses (before writing
+// anything) a manifest larger than MaxSelfContained, which Load would not
+// read back. The regions' hex is streamed to w, never held in memory.
 func (d *Dump) WriteSelfContained(w io.Writer) error {
-	manifest, _, err := d.encode("", math.MaxInt)
+	var nonce [8]byte
+	rand.Read(nonce[:])
+	ph := func(i int) string { return fmt.Sprintf("\ue000%x:%d\ue000", nonce, i) }
+	skel, _, err := d.encode("", math.MaxInt, ph)
 	if err != nil {
 		return err
 	}
-	_, err = w.Write(manifest)
+	size := int64(len(skel))
+	for i, r := range d.Memory {
+		size += 2*int64(len(r.Data)) - int64(len(ph(i)))
+	}
+	if size > MaxSelfContained {
+		return outfile.Refusef("a self-contained manifest of this dump (every region inline as hex) would be %d bytes, more than the %d bytes faultline reads back: write it to a file instead (its regions then go to files beside it) or as --to elfcore", size, int64(MaxSelfContained))
+	}
+	pos := 0
+	buf := make([]byte, 64<<10)
+	for i, r := range d.Memory {
+		p := ph(i)
+		k := bytes.Index(skel[pos:], []byte(p))
+		if k < 0 {
+			return fmt.Errorf("internal error: region %d missing from the manifest", i)
+		}
+		if _, err := w.Write(skel[pos : pos+k]); err != nil {
+			return err
+		}
+		for data := r.Data; len(data) > 0; {
+			n := min(len(data), len(buf)/2)
+			hex.Encode(buf, data[:n])
+			if _, err := w.Write(buf[:2*n]); err != nil {
+				return err
+			}
+			data = data[n:]
+		}
+		pos += k + len(p)
+	}
+	_, err = w.Write(skel[pos:])
 	return err
 }
 
 // OutputFiles returns the files Write(path) would create or replace: the
-// manifest and its region files, so that a caller can refuse to overwrite
-// its own input.
+// manifest and its region files (beside the target of a symbolic link),
+// so that a caller can refuse to overwrite its own input.
 func (d *Dump) OutputFiles(path string) []string {
-	base := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-	if base == "" || base == "." || base == string(filepath.Separator) {
-		base = "dump"
-	}
 	out := []string{path}
+	t, err := outfile.Resolve(path)
+	if err != nil || !t.SideFiles() {
+		return out
+	}
+	base := manifestBase(t.Path)
 	for _, r := range d.Memory {
 		if len(r.Data) > MaxHexRegion {
-			out = append(out, filepath.Join(filepath.Dir(path), regionFileName(base, r.Addr)))
+			out = append(out, filepath.Join(t.Dir(), regionFileName(base, r.Addr)))
 		}
 	}
 	return out
@@ -89,9 +153,13 @@ func (d *Dump) OutputFiles(path string) []string {
 func (d *Dump) InputFiles() []string {
 	out := []string{d.Path}
 	if d.Format == FormatNative {
+		dir := filepath.Dir(d.Path)
+		if real, err := filepath.EvalSymlinks(d.Path); err == nil {
+			dir = filepath.Dir(real) // as Load resolves them
+		}
 		for _, r := range d.Memory {
 			if !strings.HasPrefix(r.Name, "hex@") {
-				out = append(out, filepath.Join(filepath.Dir(d.Path), filepath.FromSlash(r.Name)))
+				out = append(out, filepath.Join(dir, filepath.FromSlash(r.Name)))
 			}
 		}
 	}
@@ -175,7 +243,9 @@ func hex32(v uint32) string { return fmt.Sprintf("0x%08x", v) }
 
 // encode builds the manifest and the region files.
 // Regions of up to maxHex bytes are inline hex.
-func (d *Dump) encode(base string, maxHex int) ([]byte, []outFile, error) {
+// With ph, each region's hex is ph(index) instead (WriteSelfContained
+// streams the hex in its place).
+func (d *Dump) encode(base string, maxHex int, ph func(int) string) ([]byte, []outFile, error) {
 	m := manifestJSON{Schema: FormatNative, CPU: d.CPU, BuildID: d.BuildID, Registers: hexObject{}, Memory: []memoryJSON{}}
 	d.Regs.Each(func(r unwinders.Reg, v uint32) {
 		m.Registers = append(m.Registers, hexPair{r.String(), v})
@@ -206,6 +276,8 @@ func (d *Dump) encode(base string, maxHex int) ([]byte, []outFile, error) {
 			return nil, nil, fmt.Errorf("memory[%d] (%s at 0x%08x) is %d bytes: %w, the limit is %d", i, r.Name, r.Addr, n, ErrTooLarge, MaxRegionSize)
 		case total > MaxTotalSize:
 			return nil, nil, fmt.Errorf("memory is more than %d bytes: %w", MaxTotalSize, ErrTooLarge)
+		case ph != nil:
+			m.Memory = append(m.Memory, memoryJSON{Address: hex32(r.Addr), Hex: ph(i)})
 		case n <= maxHex:
 			m.Memory = append(m.Memory, memoryJSON{Address: hex32(r.Addr), Hex: hex.EncodeToString(r.Data)})
 		default:
@@ -242,73 +314,10 @@ func (d *Dump) encode(base string, maxHex int) ([]byte, []outFile, error) {
 	return b.Bytes(), files, nil
 }
 
-// writeAllAtomic writes each file to a temporary file in its directory,
-// then renames them into place in order. On an error nothing is renamed
-// that was not already, the temporary files are removed, and the error
-// names the file that failed and why (never the temporary name).
-func writeAllAtomic(files []outFile) error {
-	tmps := make([]string, 0, len(files))
-	defer func() {
-		for _, t := range tmps {
-			if t != "" {
-				os.Remove(t)
-			}
-		}
-	}()
-	for _, f := range files {
-		tmp, err := writeTemp(f.name, f.data)
-		if err != nil {
-			return fmt.Errorf("cannot write %s: %s", f.name, fsReason(err))
-		}
-		tmps = append(tmps, tmp)
-	}
-	for i, f := range files {
-		if st, err := os.Stat(f.name); err == nil && st.IsDir() {
-			return fmt.Errorf("cannot write %s: it is a directory", f.name)
-		}
-		if err := os.Rename(tmps[i], f.name); err != nil {
-			var le *os.LinkError
-			if errors.As(err, &le) {
-				err = le.Err
-			}
-			return fmt.Errorf("cannot write %s: %s", f.name, fsReason(err))
-		}
-		tmps[i] = ""
-	}
-	return nil
-}
-
-// WriteFile writes data to path atomically: through a temporary file in
-// the same directory, renamed into place. The error names path, never the
-// temporary file.
-func WriteFile(path string, data []byte) error {
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		return fmt.Errorf("cannot write %s: it is a directory: give a file name", path)
-	}
-	return writeAllAtomic([]outFile{{path, data}})
-}
-
-// writeTemp writes data to a new temporary file next to path and returns
-// its name.
-func writeTemp(path string, data []byte) (string, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return "", err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(0o644)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return "", err
-	}
-	return tmp, nil
-}
+// WriteFile writes data to path with the shared output rules
+// (internal/outfile): atomically for a file, through for a FIFO or a
+// device.
+func WriteFile(path string, data []byte) error { return outfile.WriteFile(path, data) }
 
 // truthFramesJSON converts truth frames for the manifest; what names the
 // list in errors ("truth frame").

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -26,6 +27,9 @@ type rawFlags struct {
 	regs string // register text file; makes every DUMP a memory image
 	base string // load address of raw binary images
 	cpu  string // the CPU, overriding what a dump says
+	// maxMemory, when positive, bounds what loading one dump may read
+	// into memory (convert --max-memory).
+	maxMemory int64
 }
 
 func (f *rawFlags) register(cmd *cobra.Command) {
@@ -57,6 +61,18 @@ func (f *rawFlags) options() (crashdump.CombineOptions, error) {
 // loadDumps loads each DUMP, or with --regs combines them all into one.
 func (f *rawFlags) loadDumps(paths []string, opt crashdump.CombineOptions, fail func(error)) []*crashdump.Dump {
 	if f.regs != "" {
+		if f.maxMemory > 0 {
+			var total int64
+			for _, p := range paths {
+				if st, err := os.Stat(p); err == nil {
+					total += st.Size()
+				}
+			}
+			if total > f.maxMemory {
+				fail(fmt.Errorf("%s: the memory images hold %d bytes, more than --max-memory %s: %w", paths[0], total, crashdump.FormatBytes(f.maxMemory), crashdump.ErrTooLarge))
+				return nil
+			}
+		}
 		d, err := crashdump.Combine(f.regs, paths, opt)
 		if err != nil {
 			fail(err)
@@ -66,7 +82,7 @@ func (f *rawFlags) loadDumps(paths []string, opt crashdump.CombineOptions, fail 
 	}
 	var out []*crashdump.Dump
 	for _, p := range paths {
-		d, err := crashdump.Load(p)
+		d, err := crashdump.LoadWith(p, crashdump.LoadOptions{MaxMemory: f.maxMemory})
 		if err != nil {
 			fail(err)
 			continue

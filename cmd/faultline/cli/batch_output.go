@@ -11,6 +11,7 @@ import (
 
 	"github.com/faultline-dev/faultline/cmd/faultline/analysis"
 	"github.com/faultline-dev/faultline/elfsym"
+	"github.com/faultline-dev/faultline/internal/outfile"
 )
 
 // reportWriter prints analyze's per-dump output as results arrive, in
@@ -24,6 +25,7 @@ type reportWriter struct {
 
 	// html
 	dir     string
+	elfPath string
 	html    analysis.HTMLOptions
 	pages   []string // page file name per job
 	index   []analysis.IndexEntry
@@ -31,7 +33,7 @@ type reportWriter struct {
 }
 
 func newReportWriter(w io.Writer, format string, multi bool, bf *batchFlags, elf *elfsym.File, elfPath string) *reportWriter {
-	rw := &reportWriter{w: w, format: format, multi: multi, dir: bf.output}
+	rw := &reportWriter{w: w, format: format, multi: multi, dir: bf.output, elfPath: elfPath}
 	if format == "html" {
 		rw.html = analysis.HTMLOptions{ELF: elf, SourceDirs: sourceDirs(bf.sourceDir, elfPath)}
 		if v := elf.Info().Vectors; v != nil {
@@ -66,8 +68,19 @@ func (rw *reportWriter) begin(jobs []batchJob) error {
 		return err
 	}
 	used := map[string]bool{"index": true}
+	outputs := []string{filepath.Join(rw.dir, "index.html")}
+	inputs := []string{rw.elfPath}
 	for _, j := range jobs {
 		rw.pages = append(rw.pages, pageName(j.name, used))
+		outputs = append(outputs, filepath.Join(rw.dir, rw.pages[len(rw.pages)-1]))
+		inputs = append(inputs, j.name)
+	}
+	// No page may replace an input (a dump named x.html in the output
+	// directory, say).
+	for _, o := range outputs {
+		if err := outfile.CheckNotInput("-o", []string{o}, inputs); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -145,7 +158,7 @@ func (rw *reportWriter) report(r batchResult) error {
 			return err
 		}
 		page := rw.pages[rw.nextJob]
-		if err := os.WriteFile(filepath.Join(rw.dir, page), buf.Bytes(), 0o644); err != nil {
+		if err := outfile.WriteFile(filepath.Join(rw.dir, page), buf.Bytes()); err != nil {
 			return err
 		}
 		rw.index = append(rw.index, analysis.IndexEntryFor(rep, page))
@@ -174,7 +187,7 @@ func (rw *reportWriter) end() error {
 		if err := analysis.WriteHTMLIndex(&buf, rw.index); err != nil {
 			return err
 		}
-		return os.WriteFile(filepath.Join(rw.dir, "index.html"), buf.Bytes(), 0o644)
+		return outfile.WriteFile(filepath.Join(rw.dir, "index.html"), buf.Bytes())
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/faultline-dev/faultline/cmd/faultline/analysis"
 	"github.com/faultline-dev/faultline/crashdump"
+	"github.com/faultline-dev/faultline/internal/outfile"
 )
 
 // Output formats of faultline convert.
@@ -21,8 +23,8 @@ const (
 
 func newConvert() *cobra.Command {
 	var (
-		to, out, elfPath string
-		raw              rawFlags
+		to, out, elfPath, maxMemory string
+		raw                         rawFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "convert --to native|crashcatcher|elfcore DUMP... -o OUT",
@@ -41,8 +43,13 @@ walks with thread apply all bt. For CrashCatcher, a dump
 taken at the fault handler's first instruction is unstacked to the state
 before the exception that CrashCatcher holds.
 
-OUT must be a file name, not a directory, and never one of the input's
-own files.`,
+OUT must be a file name, not a directory, and never one of the inputs
+(the dump and its region files, --regs, the images, --elf; compared by
+file identity, so a hard or symbolic link to an input is refused too).
+A symbolic link's target is replaced (the link stays); a FIFO or a
+device (/dev/null) is written through, never replaced, and a native
+manifest written there is self-contained. A self-contained manifest over
+64 MiB, which faultline would not read back, is refused.`,
 		Args: args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			switch {
@@ -62,6 +69,16 @@ own files.`,
 			if err != nil {
 				return err
 			}
+			if maxMemory != "" {
+				v, err := parseSize(maxMemory)
+				if err != nil {
+					return usagef("--max-memory %v", err)
+				}
+				if v < minBudget {
+					return usagef("--max-memory %s: want at least %s", maxMemory, crashdump.FormatBytes(minBudget))
+				}
+				raw.maxMemory = v
+			}
 			var loadErr error
 			ds := raw.loadDumps(a, opt, func(err error) { loadErr = err })
 			if loadErr != nil {
@@ -80,12 +97,19 @@ own files.`,
 			if raw.regs != "" {
 				inputs = append([]string{raw.regs}, a...)
 			}
+			inputs = append(inputs, a...)
+			inputs = append(inputs, elfPath)
 			if out == "-" {
 				if to == convertNative {
 					return d.WriteSelfContained(cmd.OutOrStdout())
 				}
+				// Checked whole before any of it goes out.
 				var b bytes.Buffer
-				if err := d.WriteCrashCatcher(&b); err != nil {
+				write := d.WriteCrashCatcher
+				if to == convertELFCore {
+					write = d.WriteELFCore
+				}
+				if err := write(&b); err != nil {
 					return err
 				}
 				_, err := cmd.OutOrStdout().Write(b.Bytes())
@@ -95,25 +119,21 @@ own files.`,
 			if to == convertNative {
 				outputs = d.OutputFiles(out)
 			}
-			if err := checkNotInput(out, outputs, inputs); err != nil {
+			if err := outfile.CheckNotInput("-o", outputs, inputs); err != nil {
 				return err
 			}
-			if to == convertNative {
+			switch to {
+			case convertNative:
 				return d.Write(out)
+			case convertELFCore:
+				return outfile.Write(out, nil, d.WriteELFCore)
 			}
-			var b bytes.Buffer
-			write := d.WriteCrashCatcher
-			if to == convertELFCore {
-				write = d.WriteELFCore
-			}
-			if err := write(&b); err != nil {
-				return err
-			}
-			return crashdump.WriteFile(out, b.Bytes())
+			return outfile.Write(out, nil, d.WriteCrashCatcher)
 		},
 	}
 	cmd.Flags().StringVar(&to, "to", "", "output format: native|crashcatcher|elfcore (required)")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "output file (required); - for standard output (a native manifest then holds every region inline as hex)")
+	cmd.Flags().StringVar(&maxMemory, "max-memory", "", "bound what reading the dump may hold in memory (512MiB, 4G, 25%); the output is streamed, large region files are mapped")
 	cmd.Flags().StringVar(&elfPath, "elf", "", "with --to elfcore: the firmware ELF, to write the RTOS threads found in the dump as threads of the core")
 	raw.register(cmd)
 	return cmd
@@ -153,8 +173,9 @@ func rtosThreadsOf(cmd *cobra.Command, elfPath string, d *crashdump.Dump) error 
 	return nil
 }
 
-// checkOutputPath refuses an -o that names an existing directory: a
-// dump is written to a file name (its region files next to it).
+// checkOutputPath refuses an -o that names an existing directory (a
+// dump is written to a file name, its region files next to it) or that
+// cannot be written (outfile.Resolve), before any work.
 func checkOutputPath(out string) error {
 	if out == "-" {
 		return nil
@@ -162,34 +183,11 @@ func checkOutputPath(out string) error {
 	if st, err := os.Stat(out); err == nil && st.IsDir() {
 		return usagef("-o %s is a directory: give the output's file name, such as %s (or - for stdout)", out, filepath.Join(out, "crash.json"))
 	}
-	return nil
-}
-
-// checkNotInput refuses an -o whose files (outputs: the manifest and its
-// region files) would replace one of the inputs.
-func checkNotInput(flag string, outputs, inputs []string) error {
-	for _, o := range outputs {
-		for _, in := range inputs {
-			if sameFile(o, in) {
-				if o == flag {
-					return usagef("-o %s is the input %s: converting would overwrite it; choose another name", flag, in)
-				}
-				return usagef("-o %s would overwrite the input %s (its region file %s); choose another name", flag, in, o)
-			}
+	if _, err := outfile.Resolve(out); err != nil {
+		if errors.Is(err, outfile.ErrRefused) {
+			return usagef("-o %v", err)
 		}
+		return err
 	}
 	return nil
-}
-
-// sameFile reports whether a and b name the same file: the same inode
-// when both exist, else the same absolute, cleaned path.
-func sameFile(a, b string) bool {
-	sa, errA := os.Stat(a)
-	sb, errB := os.Stat(b)
-	if errA == nil && errB == nil {
-		return os.SameFile(sa, sb)
-	}
-	aa, err1 := filepath.Abs(a)
-	bb, err2 := filepath.Abs(b)
-	return err1 == nil && err2 == nil && aa == bb
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/faultline-dev/faultline/elfsym"
+	"github.com/faultline-dev/faultline/internal/outfile"
 	"io"
 	"strconv"
 	"strings"
@@ -55,6 +56,14 @@ Exit status 3 when the firmware does not fault within --max-insns and
 				return err
 			}
 			fw.Close()
+			// The output is checked before the run: not a directory, not
+			// the firmware (by file identity).
+			if err := checkOutputPath(f.out); err != nil {
+				return err
+			}
+			if err := outfile.CheckNotInput("-o", []string{f.out}, []string{f.elf}); err != nil {
+				return err
+			}
 			cfg.Stdout, cfg.Stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
 			res, err := emu.Run(cmd.Context(), cfg)
 			var nf *emu.NoFaultError
@@ -76,6 +85,8 @@ Exit status 3 when the firmware does not fault within --max-insns and
 					return err
 				}
 				summary = cmd.ErrOrStderr()
+			} else if err := outfile.CheckNotInput("-o", d.OutputFiles(f.out), []string{f.elf}); err != nil {
+				return err
 			} else if err := d.Write(f.out); err != nil {
 				return err
 			}

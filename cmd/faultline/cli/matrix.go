@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"runtime"
 	"time"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/faultline-dev/faultline/cmd/faultline/matrix"
 	"github.com/faultline-dev/faultline/emu/uc"
+	"github.com/faultline-dev/faultline/internal/outfile"
 )
 
 // DefaultMatrixSpec is the spec `faultline matrix` runs without an
@@ -115,6 +115,9 @@ func runMatrix(cmd *cobra.Command, f *matrixFlags, specPath string) error {
 	if err != nil {
 		return fmt.Errorf("matrix: %w", err)
 	}
+	if err := checkMatrixOutputs(f, specPath, known); err != nil {
+		return err
+	}
 	for _, w := range spec.Warnings() {
 		fmt.Fprintf(stderr, "faultline: matrix: warning: %s\n", w)
 	}
@@ -166,7 +169,10 @@ func runMatrix(cmd *cobra.Command, f *matrixFlags, specPath string) error {
 		return err
 	}
 	if f.output != "" {
-		if err := os.WriteFile(f.output, out.Bytes(), 0o644); err != nil {
+		if err := outfile.Write(f.output, cmd.OutOrStdout(), func(w io.Writer) error {
+			_, err := w.Write(out.Bytes())
+			return err
+		}); err != nil {
 			return fmt.Errorf("matrix: %w", err)
 		}
 	} else if _, err := cmd.OutOrStdout().Write(out.Bytes()); err != nil {
@@ -199,6 +205,36 @@ func runMatrix(cmd *cobra.Command, f *matrixFlags, specPath string) error {
 		(busy / time.Duration(n)).Round(100*time.Microsecond), len(rep.Strategies))
 	if rep.Failing() {
 		return exitError{code: ExitInput, err: fmt.Errorf("matrix: %d new failures, %d invalid cases", rep.Summary.NewFailures, rep.Summary.Invalid)}
+	}
+	return nil
+}
+
+// checkMatrixOutputs refuses, before any case runs, an -o or
+// --update-readme that is a directory or one of the inputs (the spec, the
+// known-failures file), and an -o that is the README being updated.
+func checkMatrixOutputs(f *matrixFlags, specPath string, known *matrix.Known) error {
+	inputs := []string{specPath}
+	if known != nil {
+		inputs = append(inputs, known.File)
+	}
+	for _, o := range []struct{ flag, path string }{{"-o", f.output}, {"--update-readme", f.updateReadme}} {
+		if o.path == "" || o.path == "-" {
+			continue
+		}
+		if _, err := outfile.Resolve(o.path); err != nil {
+			if errors.Is(err, outfile.ErrRefused) {
+				return usagef("%s %v", o.flag, err)
+			}
+			return err
+		}
+		if err := outfile.CheckNotInput(o.flag, []string{o.path}, inputs); err != nil {
+			return err
+		}
+	}
+	if f.output != "" && f.updateReadme != "" {
+		if err := outfile.CheckNotInput("-o", []string{f.output}, []string{f.updateReadme}); err != nil {
+			return usagef("-o %s is the README --update-readme rewrites: choose another name", f.output)
+		}
 	}
 	return nil
 }

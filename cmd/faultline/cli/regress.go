@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/faultline-dev/faultline/cmd/faultline/regress"
+	"github.com/faultline-dev/faultline/internal/outfile"
 )
 
 type regressFlags struct {
@@ -117,8 +118,23 @@ func runRegress(cmd *cobra.Command, f *regressFlags, specPath string) error {
 			return usagef("--run %q: %v", f.run, err)
 		}
 	}
+	if f.junit != "" {
+		// Before any work: never the spec (nor a directory).
+		if err := checkJUnitPath(f.junit, []string{specPath}); err != nil {
+			return err
+		}
+	}
 	start := time.Now()
 	spec, err := regress.Load(specPath)
+	if err == nil && f.junit != "" {
+		inputs := []string{specPath}
+		for _, sc := range spec.Scenarios {
+			inputs = append(inputs, sc.ELFPath)
+		}
+		if err := checkJUnitPath(f.junit, inputs); err != nil {
+			return err
+		}
+	}
 	if err != nil {
 		if f.junit != "" {
 			if jerr := writeJUnitFile(f.junit, func(w io.Writer) error {
@@ -165,31 +181,31 @@ func runRegress(cmd *cobra.Command, f *regressFlags, specPath string) error {
 	return nil
 }
 
-// writeJUnitFile writes the report next to its destination (creating its
-// directory, as CI report paths often name one that does not exist yet)
-// and renames it into place, so that a CI system never reads half a file.
+// checkJUnitPath refuses a --junit path that is a directory or one of the
+// inputs.
+func checkJUnitPath(path string, inputs []string) error {
+	if path == "-" {
+		return nil // a file named "-": written as any other
+	}
+	if _, err := outfile.Resolve(path); err != nil && errors.Is(err, outfile.ErrRefused) {
+		return usagef("--junit %v", err)
+	}
+	return outfile.CheckNotInput("--junit", []string{path}, inputs)
+}
+
+// writeJUnitFile writes the report with the shared output rules (a file
+// atomically, so that a CI system never reads half a file; a FIFO or a
+// device through), creating its directory first, as CI report paths often
+// name one that does not exist yet.
 func writeJUnitFile(path string, write func(io.Writer) error) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("--junit %s: %w", path, err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("--junit %s: %w", path, err)
+	if path == "-" {
+		path = "./-"
 	}
-	defer os.Remove(tmp.Name())
-	if err := write(tmp); err != nil {
-		tmp.Close()
-		return fmt.Errorf("--junit %s: %w", path, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("--junit %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("--junit %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("--junit %s: %w", path, err)
+	if err := outfile.Write(path, nil, write); err != nil {
+		return fmt.Errorf("--junit %w", err)
 	}
 	return nil
 }

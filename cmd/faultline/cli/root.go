@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/faultline-dev/faultline/cmd/faultline/analysis"
+	"github.com/faultline-dev/faultline/internal/outfile"
 )
 
 // Exit statuses (design.md).
@@ -146,7 +147,7 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch {
 	case errors.As(err, &ee):
 		return ee.code
-	case errors.As(err, &ue), isCobraUsage(err):
+	case errors.As(err, &ue), isCobraUsage(err), errors.Is(err, outfile.ErrRefused):
 		return ExitUsage
 	}
 	return ExitInput

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/faultline-dev/faultline/internal/outfile"
 )
 
 // UpdateBetweenMarkers replaces what lies between the lines begin and end
@@ -21,11 +23,9 @@ func UpdateBetweenMarkers(file, begin, end, content string) error {
 	if out == string(data) {
 		return nil
 	}
-	st, err := os.Stat(file)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(file, []byte(out), st.Mode().Perm())
+	// Atomically (the shared output rules): an interrupt never leaves a
+	// truncated README; its permission bits are kept.
+	return outfile.WriteFile(file, []byte(out))
 }
 
 // ReplaceBetweenMarkers is UpdateBetweenMarkers on a string.
