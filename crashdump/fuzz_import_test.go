@@ -72,6 +72,15 @@ func FuzzZephyr(f *testing.F) {
 	f.Add(cat(zHeader(0), zArch()))
 	f.Add(cat(zHeader(0), zArch(), []byte{'T', 1, 0, 2, 0, 1, 2}, []byte{'F', 1, 0, 0, 0}, le32(0, 0)))
 	f.Add([]byte("#CD:BEGIN#\n#CD:5a45\n#CD:END#\n"))
+	// The console forms: colours, timestamps, CRLF, other lines, several
+	// dumps, escape sequences cut short or too long, two records on a line.
+	f.Add(cat(zConsole(zDump(0x1000), 0, "00:00:00.330,000"), zConsole(zDump(0x2000), -1, "00:00:01.000,000")))
+	f.Add([]byte("[00:00:00.330,000] \x1b[1;31m<err> coredump: #CD:BEGIN#\x1b[0\r\n#CD:5a\x1b[" + strings.Repeat(";", 40) + "m45\r\n#CD:5a#CD:BEGIN#\x1bc\r\n#CD:ERROR CANNOT DUMP#\r\n#CD:END#"))
+	if logs, _ := filepath.Glob(filepath.Join("..", "fixtures", "rtos-zephyr", "scenarios", "*-oops.zephyr.log")); len(logs) > 0 {
+		if b, err := os.ReadFile(logs[0]); err == nil {
+			f.Add(b)
+		}
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fuzzDump(t, data, parseZephyr)
 		if matchZephyrLog(data) {

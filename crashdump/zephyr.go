@@ -3,8 +3,10 @@ package crashdump
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
+	"sort"
 
 	"github.com/faultline-dev/faultline/crashdump/fault"
 	"github.com/faultline-dev/faultline/unwinders"
@@ -321,19 +323,149 @@ const (
 	zephyrLogBegin  = "BEGIN#"
 	zephyrLogEnd    = "END#"
 	zephyrLogError  = "ERROR CANNOT DUMP#"
+
+	// zephyrLogMaxEscape bounds an ANSI control sequence: at most this
+	// many parameter and intermediate bytes after "ESC [" before its
+	// final byte. A longer one is not taken for a sequence (only its ESC
+	// is dropped).
+	zephyrLogMaxEscape = 32
+	// zephyrLogMaxTracked bounds the dumps a log's parse remembers; past
+	// it the oldest unusable one is forgotten (counted in a warning).
+	zephyrLogMaxTracked = 256
+	// zephyrLogMaxNotes bounds the per-dump warnings.
+	zephyrLogMaxNotes = 8
 )
 
-// parseZephyrLog decodes the logging backend's form: "#CD:BEGIN#", lines
-// of "#CD:" followed by hex digits, "#CD:END#". Anything before "#CD:" on a
-// line (timestamps, log prefixes) and lines without it are ignored. The
-// first complete dump is decoded; a dump whose END line is missing is
-// decoded with a warning when no complete one follows.
+// zephyrLogDump is one "#CD:BEGIN#" ... "#CD:END#" run of a log.
+type zephyrLogDump struct {
+	hexDump
+	begin, end  int    // 1-based line numbers; end 0 when no END line closed it
+	beginOff    int64  // file offset of its BEGIN line's "#CD:"
+	interleaved int    // lines without "#CD:" between BEGIN and END
+	firstOther  int    // the first of those lines
+	deviceErr   int64  // file offset of "#CD:ERROR CANNOT DUMP#", -1 when none
+	bad         error  // a data line that is not hex: the dump is unusable
+	cutBy       int    // line of the BEGIN that started before this one ended
+	decodeErr   error  // why it did not decode
+	dump        *Dump  // decoded
+	reason      string // why it was skipped
+}
+
+func (z *zephyrLogDump) lines() string {
+	switch {
+	case z.end != 0:
+		return fmt.Sprintf("lines %d-%d", z.begin, z.end)
+	case z.cutBy != 0:
+		return fmt.Sprintf("lines %d-%d", z.begin, z.cutBy-1)
+	}
+	return fmt.Sprintf("lines %d-end", z.begin)
+}
+
+// usable says whether the dump's data lines can be decoded at all.
+func (z *zephyrLogDump) usable() bool { return z.bad == nil && z.deviceErr < 0 && len(z.bin) > 0 }
+
+// logRun maps a run of cleaned text back to the file: clean[i] for i >=
+// at came from file offset file + (i - at).
+type logRun struct {
+	at   int
+	file int64
+}
+
+// cleanLogText appends src with ANSI escape sequences removed to dst and
+// records in runs where each kept stretch came from (src starts at file
+// offset srcOff). A control sequence is ESC '[' then at most
+// zephyrLogMaxEscape bytes 0x20-0x3f then a final byte 0x40-0x7e; one cut
+// short by the line's end or a control character (a log cut mid-sequence,
+// a CR) ends there; any other ESC takes itself and, when it is one, the
+// byte 0x40-0x7e after it (a two-byte escape such as ESC c).
+// Linear in len(src).
+func cleanLogText(dst []byte, runs []logRun, src []byte, srcOff int64) ([]byte, []logRun) {
+	inRun := false
+	for i := 0; i < len(src); {
+		c := src[i]
+		if c != 0x1b {
+			if !inRun {
+				runs = append(runs, logRun{at: len(dst), file: srcOff + int64(i)})
+				inRun = true
+			}
+			dst = append(dst, c)
+			i++
+			continue
+		}
+		inRun = false
+		skip := 1
+		switch {
+		case i+1 < len(src) && src[i+1] == '[':
+			j := i + 2
+			for j < len(src) && j-(i+2) <= zephyrLogMaxEscape && src[j] >= 0x20 && src[j] <= 0x3f {
+				j++
+			}
+			switch {
+			case j-(i+2) > zephyrLogMaxEscape:
+				// Too long for a colour code: not taken for one.
+			case j == len(src) || src[j] < 0x20 || src[j] == 0x7f:
+				skip = j - i // cut inside the sequence (by the line's end or a CR)
+			case src[j] >= 0x40 && src[j] <= 0x7e:
+				skip = j + 1 - i
+			}
+		case i+1 < len(src) && src[i+1] >= 0x40 && src[i+1] <= 0x7e:
+			skip = 2
+		}
+		i += skip
+	}
+	return dst, runs
+}
+
+// logRunPos maps index i of the cleaned text to its file offset.
+func logRunPos(runs []logRun, i int) int64 {
+	k := sort.Search(len(runs), func(k int) bool { return runs[k].at > i }) - 1
+	if k < 0 {
+		return -1
+	}
+	return runs[k].file + int64(i-runs[k].at)
+}
+
+// parseZephyrLog decodes the logging backend's form as a board prints it:
+// "#CD:BEGIN#", lines of "#CD:" followed by hex digits, "#CD:END#". Each
+// "#CD:" may sit anywhere in its line (the last one of a line counts: one
+// before it is a line cut short, which spoils its dump unless the new one
+// is a BEGIN), behind a timestamp and a log prefix
+// and inside ANSI colour codes (removed, bounded); lines may end in CRLF;
+// lines without "#CD:" (other log output, also between a dump's lines) are
+// skipped. A log may hold several dumps (a device that crashed, rebooted
+// and crashed again): the last complete one that decodes is analysed and
+// the others are named in warnings, with their line numbers and why they
+// were not used (the device reported "#CD:ERROR CANNOT DUMP#", a data line
+// is not hex, a new BEGIN cut it short, it does not decode, or a later
+// one was chosen). When no complete dump decodes, the last incomplete one
+// that does is analysed with a warning. The log is rejected only when no
+// dump decodes; the error is then that of the dump that would have been
+// chosen.
 func parseZephyrLog(data []byte, name string, _ func(string) ([]byte, error)) (*Dump, error) {
 	var (
-		cur, first *hexDump
-		done       bool
+		dumps           []*zephyrLogDump
+		cur             *zephyrLogDump
+		forgotten       int
+		stray, strayEnd int // hex lines outside any dump; END lines without a BEGIN
+		clean           []byte
+		runs            []logRun
 	)
-	for off := 0; off < len(data) && !done; {
+	keep := func(z *zephyrLogDump) {
+		if len(dumps) == zephyrLogMaxTracked {
+			k := 0
+			for i, o := range dumps {
+				if !o.usable() {
+					k = i
+					break
+				}
+			}
+			dumps = append(dumps[:k], dumps[k+1:]...)
+			forgotten++
+		}
+		dumps = append(dumps, z)
+	}
+	lineNo := 0
+	for off := 0; off < len(data); {
 		end := bytes.IndexByte(data[off:], '\n')
 		next := len(data)
 		line := data[off:]
@@ -341,60 +473,219 @@ func parseZephyrLog(data []byte, name string, _ func(string) ([]byte, error)) (*
 			line = data[off : off+end]
 			next = off + end + 1
 		}
-		if k := bytes.Index(line, []byte(zephyrLogPrefix)); k >= 0 {
-			bodyOff := off + k + len(zephyrLogPrefix)
-			body := bytes.TrimRight(line[k+len(zephyrLogPrefix):], " \t\r")
-			switch {
-			case bytes.Equal(body, []byte(zephyrLogBegin)):
-				if cur != nil && first == nil {
-					first = cur
+		lineNo++
+		k := bytes.LastIndex(line, []byte(zephyrLogPrefix))
+		if k < 0 {
+			if cur != nil {
+				if cur.interleaved == 0 {
+					cur.firstOther = lineNo
 				}
-				cur = &hexDump{}
-			case bytes.Equal(body, []byte(zephyrLogEnd)):
-				if cur != nil {
-					cur.complete = true
-					first, done = cur, true
-				}
-			case bytes.HasPrefix(body, []byte(zephyrLogError)):
-				return nil, &FormatError{File: name, Offset: int64(off + k), Msg: "the device reported \"#CD:ERROR CANNOT DUMP#\": the coredump backend failed"}
-			case cur == nil:
-				// Hex before any BEGIN: not part of a dump we can frame.
-			default:
-				for i, c := range body {
-					if !isHexDigit(c) {
-						return nil, &FormatError{File: name, Offset: int64(bodyOff + i),
-							Msg: fmt.Sprintf("invalid hex digit %q after #CD:: want two hex digits per byte", c)}
-					}
-				}
-				if len(body)%2 != 0 {
-					return nil, &FormatError{File: name, Offset: int64(bodyOff),
-						Msg: fmt.Sprintf("#CD: line of %d hex digits: want two hex digits per byte", len(body))}
-				}
-				cur.segs = append(cur.segs, hexSegment{bin: len(cur.bin), text: int64(bodyOff)})
-				for i := 0; i < len(body); i += 2 {
-					cur.bin = append(cur.bin, hexNibble(body[i])<<4|hexNibble(body[i+1]))
-				}
+				cur.interleaved++
 			}
+			off = next
+			continue
+		}
+		bodyOff := int64(off + k + len(zephyrLogPrefix))
+		raw := line[k+len(zephyrLogPrefix):]
+		clean, runs = clean[:0], runs[:0]
+		if bytes.IndexByte(raw, 0x1b) >= 0 {
+			clean, runs = cleanLogText(clean, runs, raw, bodyOff)
+		} else {
+			clean = append(clean, raw...)
+			runs = append(runs, logRun{at: 0, file: bodyOff})
+		}
+		body := bytes.TrimRight(clean, " \t\r")
+		if j := bytes.Index(line[:k], []byte(zephyrLogPrefix)); j >= 0 && cur != nil && cur.bad == nil && !bytes.Equal(body, []byte(zephyrLogBegin)) {
+			// Two records on one line: the first was cut short (a reset,
+			// lost characters), so the dump has lost bytes.
+			cur.bad = &FormatError{File: name, Offset: int64(off + j),
+				Msg: fmt.Sprintf("line %d: a #CD: line cut short by another #CD: on the same line: bytes of the dump are lost", lineNo)}
+		}
+		switch {
+		case bytes.Equal(body, []byte(zephyrLogBegin)):
+			if cur != nil {
+				cur.cutBy = lineNo
+				keep(cur)
+			}
+			cur = &zephyrLogDump{begin: lineNo, beginOff: int64(off + k), deviceErr: -1}
+		case bytes.Equal(body, []byte(zephyrLogEnd)):
+			if cur == nil {
+				strayEnd++
+				break
+			}
+			cur.complete, cur.end = true, lineNo
+			keep(cur)
+			cur = nil
+		case bytes.HasPrefix(body, []byte(zephyrLogError)):
+			if cur != nil && cur.deviceErr < 0 {
+				cur.deviceErr = int64(off + k)
+			} else if cur == nil {
+				// The backend failed before BEGIN: remember it as a dump
+				// of its own so that the error can be reported.
+				keep(&zephyrLogDump{begin: lineNo, end: lineNo, beginOff: int64(off + k), deviceErr: int64(off + k)})
+			}
+		case cur == nil:
+			stray++
+		case cur.bad != nil || cur.deviceErr >= 0:
+			// Nothing after a bad line or the device's error is used.
+		default:
+			cur.bad = zephyrLogHex(&cur.hexDump, body, runs, name)
 		}
 		off = next
 	}
-	if first == nil {
-		first = cur
+	if cur != nil {
+		keep(cur)
 	}
-	if first == nil {
+	if len(dumps) == 0 {
 		return nil, &FormatError{File: name, Offset: -1, Err: ErrUnknownFormat, Msg: "no \"#CD:BEGIN#\" line: want a Zephyr coredump log"}
 	}
-	if len(first.bin) == 0 {
-		return nil, &FormatError{File: name, Offset: -1, Msg: "the #CD: dump holds no data lines"}
+
+	// Choose: the last complete dump that decodes, else the last
+	// incomplete one that does.
+	var chosen *zephyrLogDump
+	for _, wantComplete := range []bool{true, false} {
+		for i := len(dumps) - 1; i >= 0 && chosen == nil; i-- {
+			z := dumps[i]
+			if z.complete != wantComplete || !z.usable() {
+				continue
+			}
+			d, err := decodeZephyr(&binReader{name: name, data: z.bin, pos: z.pos}, FormatZephyrLog)
+			if err != nil {
+				z.decodeErr = err
+				continue
+			}
+			z.dump, chosen = d, z
+		}
+		if chosen != nil {
+			break
+		}
 	}
-	d, err := decodeZephyr(&binReader{name: name, data: first.bin, pos: first.pos}, FormatZephyrLog)
-	if err != nil {
-		return nil, err
+	if chosen == nil {
+		return nil, zephyrLogFailure(dumps, name)
 	}
-	if !first.complete {
-		d.Warnings = append(d.Warnings, "no \"#CD:END#\" line: the log may be cut short")
+
+	d := chosen.dump
+	var notes []string
+	if len(dumps)+forgotten > 1 {
+		notes = append(notes, fmt.Sprintf("the log holds %d coredumps (#CD:BEGIN# lines): the one at %s is analysed, the last that is complete and decodes", len(dumps)+forgotten, chosen.lines()))
 	}
+	if !chosen.complete {
+		msg := "no \"#CD:END#\" line: the log may be cut short"
+		if chosen.cutBy != 0 {
+			msg = fmt.Sprintf("the coredump at %s has no \"#CD:END#\" line (a new #CD:BEGIN# at line %d cut it short): the device may have reset while dumping", chosen.lines(), chosen.cutBy)
+		}
+		notes = append(notes, msg)
+	}
+	shown := 0
+	for i := len(dumps) - 1; i >= 0; i-- {
+		z := dumps[i]
+		if z == chosen {
+			continue
+		}
+		if shown == zephyrLogMaxNotes {
+			notes = append(notes, fmt.Sprintf("%d more coredumps of the log are not used (not listed)", i+1))
+			break
+		}
+		shown++
+		notes = append(notes, fmt.Sprintf("the coredump at %s is not used: %s", z.lines(), z.why()))
+	}
+	if forgotten > 0 {
+		notes = append(notes, fmt.Sprintf("%d earlier coredumps of the log were not examined (more than %d in one log)", forgotten, zephyrLogMaxTracked))
+	}
+	if chosen.interleaved > 0 {
+		notes = append(notes, fmt.Sprintf("%d other log lines between the coredump's #CD: lines were skipped (the first at line %d)", chosen.interleaved, chosen.firstOther))
+	}
+	if stray > 0 {
+		notes = append(notes, fmt.Sprintf("%d #CD: data lines outside any #CD:BEGIN#...#CD:END# were skipped", stray))
+	}
+	if strayEnd > 0 {
+		notes = append(notes, fmt.Sprintf("%d #CD:END# lines without a #CD:BEGIN# were skipped", strayEnd))
+	}
+	d.Warnings = append(d.Warnings, notes...)
 	return d, nil
+}
+
+// zephyrLogHex appends the bytes of one data line (cleaned text body,
+// runs mapping it to the file) to h, or says why the line is not hex.
+func zephyrLogHex(h *hexDump, body []byte, runs []logRun, name string) error {
+	for i, c := range body {
+		if !isHexDigit(c) {
+			return &FormatError{File: name, Offset: logRunPos(runs, i),
+				Msg: fmt.Sprintf("invalid hex digit %q after #CD:: want two hex digits per byte", c)}
+		}
+	}
+	if len(body)%2 != 0 {
+		return &FormatError{File: name, Offset: logRunPos(runs, 0),
+			Msg: fmt.Sprintf("#CD: line of %d hex digits: want two hex digits per byte", len(body))}
+	}
+	base := len(h.bin)
+	for _, r := range runs {
+		if r.at >= len(body) {
+			break
+		}
+		b := (r.at + 1) / 2 // first byte whose digits start in this run
+		h.segs = append(h.segs, hexSegment{bin: base + b, text: r.file + int64(2*b-r.at)})
+	}
+	for i := 0; i < len(body); i += 2 {
+		h.bin = append(h.bin, hexNibble(body[i])<<4|hexNibble(body[i+1]))
+	}
+	return nil
+}
+
+// why says why a dump of the log was not analysed.
+func (z *zephyrLogDump) why() string {
+	switch {
+	case z.deviceErr >= 0:
+		return "the device reported \"#CD:ERROR CANNOT DUMP#\" (the coredump backend failed)"
+	case z.bad != nil:
+		return errNoFile(z.bad)
+	case len(z.bin) == 0:
+		return "it holds no data lines"
+	case z.decodeErr != nil:
+		return errNoFile(z.decodeErr)
+	case !z.complete && z.cutBy != 0:
+		return fmt.Sprintf("no \"#CD:END#\" line (a new #CD:BEGIN# at line %d cut it short)", z.cutBy)
+	case !z.complete:
+		return "no \"#CD:END#\" line (the log ends inside it)"
+	default:
+		return "a later complete coredump is analysed"
+	}
+}
+
+// errNoFile is err's message without the file name (a warning about the
+// file being read).
+func errNoFile(err error) string {
+	var fe *FormatError
+	if errors.As(err, &fe) {
+		if fe.Offset >= 0 && fe.Field == "" {
+			return fmt.Sprintf("offset %d: %s", fe.Offset, fe.Msg)
+		}
+		return fe.Msg
+	}
+	return err.Error()
+}
+
+// zephyrLogFailure is the error of a log none of whose dumps decodes: that of
+// the dump that would have been chosen (the last complete one, else the
+// last one).
+func zephyrLogFailure(dumps []*zephyrLogDump, name string) error {
+	z := dumps[len(dumps)-1]
+	for i := len(dumps) - 1; i >= 0; i-- {
+		if dumps[i].complete {
+			z = dumps[i]
+			break
+		}
+	}
+	switch {
+	case z.deviceErr >= 0:
+		return &FormatError{File: name, Offset: z.deviceErr, Msg: "the device reported \"#CD:ERROR CANNOT DUMP#\": the coredump backend failed"}
+	case z.bad != nil:
+		return z.bad
+	case z.decodeErr != nil:
+		return z.decodeErr
+	default:
+		return &FormatError{File: name, Offset: z.beginOff, Msg: fmt.Sprintf("the #CD: dump at %s holds no data lines", z.lines())}
+	}
 }
 
 // SymbolRegion is memory a dump holds whose address it gives only as a

@@ -13,6 +13,17 @@
  *   worker      10   ready, preempted by SysTick inside worker_main > crunch_block > crunch
  *   deferred    12   created but never started (PRESTART)
  *   idle        15   ready, never ran
+ *
+ * z_scenario (0 unless a debugger sets it before the threads run) selects
+ * how it ends:
+ *   0  net_rx writes through a NULL pointer (HardFault, one coredump);
+ *   1  first the suspender raises k_oops() (SVC: a coredump whose SP is 0,
+ *      as Zephyr 2.x writes it), the application's fatal error handler
+ *      returns so the kernel aborts that thread, then net_rx crashes as
+ *      in 0: two coredumps in one log;
+ *   2  the suspender raises k_panic(): one coredump with SP 0, halt;
+ *   3  net_rx pends IRQ 0, whose handler does the NULL write: a fault
+ *      inside an ISR, the thread's frames beyond the ISR's exception frame.
  */
 #include "zkernel.h"
 
@@ -38,6 +49,7 @@ struct packet {
 	uint8_t payload[8];
 };
 
+volatile uint32_t z_scenario;
 volatile uint32_t app_sink;
 struct packet *volatile rx_packet; /* NULL: the bug */
 volatile uint32_t worker_count;
@@ -74,12 +86,36 @@ Z_NOINLINE static void handle_frame(uint32_t raw)
 	app_sink = parse_header(rx_packet, raw) + 2;
 }
 
+/* Scenario 3: the receive interrupt handler parses the frame. */
+volatile uint32_t rx_raw;
+
+Z_NOINLINE static void rx_drain(uint32_t raw)
+{
+	app_sink = parse_header(rx_packet, raw) + 3;
+}
+
+void z_rx_isr(void)
+{
+	rx_drain(rx_raw);
+}
+
+Z_NOINLINE static void rx_kick(uint32_t raw)
+{
+	rx_raw = raw;
+	NVIC_ISER0 = 1u;
+	NVIC_ISPR0 = 1u; /* taken here: IRQ 0 is enabled and unmasked */
+	__asm volatile("dsb\n isb" ::: "memory");
+	app_sink = raw;
+}
+
 static void net_rx_main(void *p1, void *p2, void *p3)
 {
 	(void)p1;
 	(void)p2;
 	(void)p3;
 	k_sleep(20); /* let every other thread get where it waits */
+	if (z_scenario == 3)
+		rx_kick(0x1234u);
 	handle_frame(0x1234u);
 	app_sink = 0;
 }
@@ -125,9 +161,23 @@ static void logger_main(void *p1, void *p2, void *p3)
 
 /* ---- suspender: suspended itself ------------------------------------- */
 
+/* Scenarios 1 and 2: an assertion-like check that raises a kernel oops
+ * or panic (ARCH_EXCEPT: svc inline, here). */
+Z_NOINLINE static void check_parked(uint32_t why)
+{
+	if (z_scenario == 1 || z_scenario == 2) {
+		k_sleep(10); /* once every other thread waits */
+		if (z_scenario == 1)
+			k_oops();
+		else
+			k_panic();
+	}
+	app_sink = why;
+}
+
 Z_NOINLINE static void park(uint32_t why)
 {
-	app_sink = why;
+	check_parked(why);
 	k_thread_suspend(k_current_get());
 	app_sink = why + 1;
 }
@@ -199,8 +249,16 @@ static void idle_main(void *p1, void *p2, void *p3)
 		__asm volatile("" ::: "memory");
 }
 
+/* k_sys_fatal_error_handler: an oops only ends its thread. */
+int z_sys_fatal_error_handler(uint32_t reason)
+{
+	return reason == K_ERR_KERNEL_OOPS;
+}
+
 void app_main(void)
 {
+	z_printk("*** Booting Zephyr OS build zkernel ***\r\n");
+	z_log(LOG_LEVEL_INF, "app", "starting 8 threads, scenario ", z_scenario == 0 ? "0" : z_scenario == 1 ? "1" : z_scenario == 2 ? "2" : "3");
 	z_mpu_guard_null();
 	k_sem_init(&sem_data, 0, 1);
 	k_thread_create(&idle_thread, "idle", idle_stack, sizeof idle_stack, idle_main, 0, 0, 0, K_LOWEST_PRIO, 1);

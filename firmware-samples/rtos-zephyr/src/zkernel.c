@@ -413,37 +413,108 @@ static uint32_t semihost(uint32_t op, uint32_t arg)
 	return r0;
 }
 
-static uint32_t cd_handle;
-static char cd_line[4 + 64 + 1];
-static uint32_t cd_len;
+extern uint32_t _estack[];
+extern char _main_stack_size[];
 
-static void cd_write(const char *s, uint32_t n)
+static uint32_t con_handle;
+
+static void con_write(const char *s, uint32_t n)
 {
+	if (con_handle == 0) {
+		static const char tt[] = ":tt";
+		volatile uint32_t open[3] = {(uint32_t)(uintptr_t)tt, 4u, 3u};
+		con_handle = semihost(SYS_OPEN, (uint32_t)(uintptr_t)open);
+	}
 	volatile uint32_t blk[3];
-	blk[0] = cd_handle;
+	blk[0] = con_handle;
 	blk[1] = (uint32_t)(uintptr_t)s;
 	blk[2] = n;
 	(void)semihost(SYS_WRITE, (uint32_t)(uintptr_t)blk);
 }
 
-static void cd_puts(const char *s)
+static void con_puts(const char *s)
 {
 	uint32_t n = 0;
 	while (s[n] != 0)
 		n++;
-	cd_write(s, n);
+	con_write(s, n);
 }
+
+static char *put_dec(char *p, uint32_t v, int digits)
+{
+	for (int i = digits - 1; i >= 0; i--, v /= 10)
+		p[i] = (char)('0' + v % 10);
+	return p + digits;
+}
+
+static char *put_hex32(char *p, uint32_t v)
+{
+	static const char hex[] = "0123456789abcdef";
+	*p++ = '0';
+	*p++ = 'x';
+	for (int i = 28; i >= 0; i -= 4)
+		*p++ = hex[(v >> i) & 15];
+	return p;
+}
+
+/* Zephyr's log output with CONFIG_LOG_BACKEND_SHOW_COLOR and timestamps:
+ * "[hh:mm:ss.mmm,uuu] " then the level's colour (red for errors, yellow
+ * for warnings, the default for the rest), "<lvl> module: ", the message,
+ * the default colour and CRLF. */
+static void log_prefix(int level, const char *module)
+{
+	static const char *const colors[] = {"", "\x1b[1;31m", "\x1b[1;33m", "\x1b[0m"};
+	static const char *const tags[] = {"", "<err> ", "<wrn> ", "<inf> "};
+	char ts[24];
+	uint32_t ms = z_ticks;
+	char *p = ts;
+	*p++ = '[';
+	p = put_dec(p, ms / 3600000u, 2);
+	*p++ = ':';
+	p = put_dec(p, ms / 60000u % 60u, 2);
+	*p++ = ':';
+	p = put_dec(p, ms / 1000u % 60u, 2);
+	*p++ = '.';
+	p = put_dec(p, ms % 1000u, 3);
+	*p++ = ',';
+	p = put_dec(p, 0, 3);
+	*p++ = ']';
+	*p++ = ' ';
+	con_write(ts, (uint32_t)(p - ts));
+	con_puts(colors[level]);
+	con_puts(tags[level]);
+	con_puts(module);
+	con_puts(": ");
+}
+
+static void log_postfix(void) { con_puts("\x1b[0m\r\n"); }
+
+void z_log(int level, const char *module, const char *msg, const char *arg)
+{
+	log_prefix(level, module);
+	con_puts(msg);
+	if (arg != NULL)
+		con_puts(arg);
+	log_postfix();
+}
+
+void z_printk(const char *s) { con_puts(s); }
+
+/* The coredump logging backend: "#CD:" and up to 64 hex digits a line,
+ * each an error message of the "coredump" module. */
+static char cd_line[4 + 64];
+static uint32_t cd_len;
 
 static void cd_flush(void)
 {
 	if (cd_len == 0)
 		return;
-	cd_line[4 + cd_len] = '\n';
-	cd_write(cd_line, 4 + cd_len + 1);
+	log_prefix(LOG_LEVEL_ERR, "coredump");
+	con_write(cd_line, 4 + cd_len);
+	log_postfix();
 	cd_len = 0;
 }
 
-/* The logging backend's form: "#CD:" and up to 64 hex digits a line. */
 static void cd_out(const void *p, uint32_t n)
 {
 	static const char hex[] = "0123456789abcdef";
@@ -481,43 +552,40 @@ Z_NOINLINE Z_USED void z_coredump_done(void)
 		__asm volatile("" ::: "memory");
 }
 
-/* z_arm_fatal writes a Zephyr coredump of the crash the way Zephyr 3.x
- * does with CONFIG_DEBUG_COREDUMP_THREADS_METADATA and
- * CONFIG_DEBUG_COREDUMP_MEMORY_DUMP_THREADS: header, arch block v2 (the
- * registers before the exception, r4-r11 included), the threads metadata
- * block (the bytes of _kernel), then each thread's struct and whole stack. */
-Z_USED __attribute__((noreturn)) void z_arm_fatal(void)
-{
-	uint32_t exc = z_fault_regs.exc_return;
-	const uint32_t *esf = (const uint32_t *)(uintptr_t)((exc & 4u) ? z_fault_regs.psp : z_fault_regs.msp);
-	uint32_t sp = (uint32_t)(uintptr_t)esf + ((exc & 0x10u) ? 0x20u : 0x68u);
-	if (esf[7] & (1u << 9))
-		sp += 4;
+/* Zephyr 2.x's z_arm_coredump_fault_sp: the arch block's SP. Only the
+ * fault handler sets it, so a fatal error raised by k_oops/k_panic (an
+ * SVC) dumps SP 0 unless a fault came before. */
+Z_USED uint32_t z_arm_coredump_fault_sp;
 
-	static const char tt[] = ":tt";
-	volatile uint32_t blk[3] = {(uint32_t)(uintptr_t)tt, 4u, 3u};
-	cd_handle = semihost(SYS_OPEN, (uint32_t)(uintptr_t)blk);
+/* z_coredump writes a Zephyr coredump the way Zephyr 3.x does with
+ * CONFIG_DEBUG_COREDUMP_THREADS_METADATA and
+ * CONFIG_DEBUG_COREDUMP_MEMORY_DUMP_THREADS, through the logging backend:
+ * header, arch block v2 (the registers of the exception frame esf, the
+ * SP z_arm_coredump_fault_sp, r4-r11), the threads metadata block (the
+ * bytes of _kernel), then each thread's struct and whole stack. */
+static void z_coredump(uint32_t reason, const uint32_t *esf)
+{
 	cd_line[0] = '#';
 	cd_line[1] = 'C';
 	cd_line[2] = 'D';
 	cd_line[3] = ':';
-	cd_puts("#CD:BEGIN#\n");
+	z_log(LOG_LEVEL_ERR, "coredump", "#CD:BEGIN#", NULL);
 	/* Header: 'Z' 'E', version 2, target 3 (Cortex-M), 2^5-bit pointers,
-	 * no flags, reason 0 (CPU exception). */
+	 * no flags, the reason. */
 	cd_u8('Z');
 	cd_u8('E');
 	cd_u16(2);
 	cd_u16(3);
 	cd_u8(5);
 	cd_u8(0);
-	cd_u32(0);
+	cd_u32(reason);
 	/* Arch block v2: r0 r1 r2 r3 r12 lr pc xpsr sp r4..r11. */
 	cd_u8('A');
 	cd_u16(2);
 	cd_u16(68);
 	for (int i = 0; i < 8; i++)
 		cd_u32(esf[i]);
-	cd_u32(sp);
+	cd_u32(z_arm_coredump_fault_sp);
 	for (int i = 0; i < 8; i++)
 		cd_u32(z_fault_regs.r4_r11[i]);
 	/* Threads metadata. */
@@ -525,22 +593,118 @@ Z_USED __attribute__((noreturn)) void z_arm_fatal(void)
 	cd_u16(1);
 	cd_u16((uint16_t)sizeof(_kernel));
 	cd_out(&_kernel, sizeof(_kernel));
+	/* Other output on the same console between two of the dump's lines
+	 * (deferred messages the backend reports as dropped; the colour
+	 * reset follows the CRLF, as Zephyr's log_output prints it). */
+	cd_flush();
+	con_puts("\x1b[1;31m--- 2 messages dropped ---\r\n\x1b[0m");
 	int guard = 0;
 	for (struct k_thread *t = _kernel.threads; t != NULL && guard < 32; t = t->next_thread, guard++) {
 		cd_memory((uintptr_t)t, (uintptr_t)(t + 1));
 		cd_memory(t->stack_info.start, t->stack_info.start + t->stack_info.size);
 	}
+	/* The interrupt stack (MSP; Zephyr's z_interrupt_stacks), where a
+	 * fault inside an ISR leaves the ISR's frames. */
+	cd_memory((uintptr_t)_estack - (uintptr_t)_main_stack_size, (uintptr_t)_estack);
 	cd_flush();
-	cd_puts("#CD:END#\n");
+	z_log(LOG_LEVEL_ERR, "coredump", "#CD:END#", NULL);
+}
+
+static void log_thread(const char *what)
+{
+	char buf[12];
+	*put_hex32(buf, (uint32_t)(uintptr_t)_kernel.cpus[0].current) = 0;
+	log_prefix(LOG_LEVEL_ERR, "os");
+	con_puts(what);
+	con_puts(buf);
+	con_puts(" (");
+	con_puts(_kernel.cpus[0].current->name);
+	con_puts(")");
+	log_postfix();
+}
+
+/* z_fatal_error: Zephyr's fatal error path. It logs, dumps, asks the
+ * application's handler, and either aborts the faulting thread (an oops
+ * in a thread whose handler returned: the system goes on) or halts. */
+static void z_fatal_error(uint32_t reason, const uint32_t *esf, int in_isr)
+{
+	static const char *const what[] = {"CPU exception", "spurious IRQ", "stack check failure", "kernel oops", "kernel panic"};
+	z_log(LOG_LEVEL_ERR, "os", ">>> ZEPHYR FATAL ERROR: ", what[reason < 5 ? reason : 0]);
+	log_thread("Current thread: ");
+	z_coredump(reason, esf);
+	if (!in_isr && reason != K_ERR_KERNEL_PANIC && z_sys_fatal_error_handler(reason)) {
+		struct k_thread *cur = _kernel.cpus[0].current;
+		log_thread("Aborting thread ");
+		cur->base.thread_state = _THREAD_DEAD;
+		for (struct k_thread **pp = &_kernel.threads; *pp != NULL; pp = &(*pp)->next_thread) {
+			if (*pp == cur) {
+				*pp = cur->next_thread;
+				break;
+			}
+		}
+		SCB_ICSR = ICSR_PENDSVSET; /* runs when the exception returns */
+		return;
+	}
+	z_log(LOG_LEVEL_ERR, "os", "Halting system", NULL);
+	/* Nothing runs after the dump: turn the MPU off so that a debugger
+	 * stopped in z_coredump_done in a handler below HardFault's priority
+	 * (a k_panic's SVC) can read the first KiB of flash, which QEMU hides
+	 * behind the NULL guard's small region for debug reads too. */
+	MPU_CTRL = 0;
+	__asm volatile("dsb\n isb" ::: "memory");
+	z_coredump_done();
+}
+
+/* z_arm_fatal: from HardFault_Handler, after it saved z_fault_regs. */
+Z_USED __attribute__((noreturn)) void z_arm_fatal(void)
+{
+	uint32_t exc = z_fault_regs.exc_return;
+	const uint32_t *esf = (const uint32_t *)(uintptr_t)((exc & 4u) ? z_fault_regs.psp : z_fault_regs.msp);
+	uint32_t sp = (uint32_t)(uintptr_t)esf + ((exc & 0x10u) ? 0x20u : 0x68u);
+	if (esf[7] & (1u << 9))
+		sp += 4;
+	z_arm_coredump_fault_sp = sp;
+	z_log(LOG_LEVEL_ERR, "os", "***** HARD FAULT *****", NULL);
+	z_fatal_error(K_ERR_CPU_EXCEPTION, esf, (exc & 4u) == 0);
 	z_coredump_done();
 	for (;;)
 		__asm volatile("" ::: "memory");
 }
 
+/* SVC: "svc #2" is ARCH_EXCEPT, the reason in the stacked r0. */
+__attribute__((naked)) void SVC_Handler(void)
+{
+	__asm volatile(
+		"ldr r0, =z_fault_regs\n"
+		"stmia r0, {r4-r11}\n"
+		"mrs r1, msp\n"
+		"str r1, [r0, #32]\n"
+		"mrs r1, psp\n"
+		"str r1, [r0, #36]\n"
+		"str lr, [r0, #40]\n"
+		"mrs r1, control\n"
+		"str r1, [r0, #44]\n"
+		"tst lr, #4\n"
+		"ite eq\n"
+		"mrseq r0, msp\n"
+		"mrsne r0, psp\n"
+		"push {r4, lr}\n"
+		"bl z_arm_svc\n"
+		"pop {r4, pc}\n");
+}
+
+Z_USED void z_arm_svc(const uint32_t *esf)
+{
+	const uint8_t *svc = (const uint8_t *)(uintptr_t)(esf[6] - 2u);
+	if (svc[0] != 2)
+		return;
+	z_log(LOG_LEVEL_ERR, "os", esf[0] == K_ERR_KERNEL_PANIC ? "***** Kernel Panic! *****" : "***** Kernel OOPS! *****", NULL);
+	z_fatal_error(esf[0], esf, (z_fault_regs.exc_return & 4u) == 0);
+}
+
 /* ------------------------------------------------------------------ */
 /* Startup.                                                             */
 
-extern uint32_t _estack[];
 extern uint32_t _sidata[], _sdata[], _edata[], _sbss[], _ebss[];
 
 void Reset_Handler(void);
@@ -548,7 +712,7 @@ void Default_Handler(void);
 
 typedef void (*vector_t)(void);
 
-__attribute__((section(".isr_vector"), used)) const vector_t vector_table[16] = {
+__attribute__((section(".isr_vector"), used)) const vector_t vector_table[17] = {
 	(vector_t)(uintptr_t)_estack,
 	Reset_Handler,
 	Default_Handler, /* NMI */
@@ -560,11 +724,12 @@ __attribute__((section(".isr_vector"), used)) const vector_t vector_table[16] = 
 	0,
 	0,
 	0,
-	Default_Handler, /* SVCall */
+	SVC_Handler,
 	Default_Handler, /* DebugMonitor */
 	0,
 	z_arm_pendsv,
 	SysTick_Handler,
+	z_rx_isr, /* IRQ 0 */
 };
 
 Z_NOINLINE void Default_Handler(void)

@@ -56,6 +56,8 @@
 #define MPU_RBAR REG32(0xE000ED9Cu)
 #define MPU_RASR REG32(0xE000EDA0u)
 #define ICSR_PENDSVSET (1u << 28)
+#define NVIC_ISER0 REG32(0xE000E100u)
+#define NVIC_ISPR0 REG32(0xE000E200u)
 
 /* thread_state bits. */
 #define _THREAD_DUMMY (1u << 0)
@@ -213,7 +215,35 @@ struct k_thread *k_current_get(void);
 void z_kernel_start(struct k_thread *idle) __attribute__((noreturn));
 void z_mpu_guard_null(void);
 
+/* Fatal error reasons (k_fatal_error_reason). */
+#define K_ERR_CPU_EXCEPTION 0
+#define K_ERR_KERNEL_OOPS 3
+#define K_ERR_KERNEL_PANIC 4
+
+/* ARCH_EXCEPT as Zephyr's ARM port has it: the reason in r0, then
+ * "svc #2" (the runtime-exception SVC); the SVC handler calls the fatal
+ * error path with the exception frame the SVC stacked. */
+#define Z_ARCH_EXCEPT(reason)                                              \
+	do {                                                               \
+		register uint32_t r0_ __asm("r0") = (reason);              \
+		__asm volatile("svc #2" : : "r"(r0_) : "memory");          \
+	} while (0)
+#define k_oops() Z_ARCH_EXCEPT(K_ERR_KERNEL_OOPS)
+#define k_panic() Z_ARCH_EXCEPT(K_ERR_KERNEL_PANIC)
+
+/* The console: Zephyr's log output format (timestamp, colours, CRLF). */
+#define LOG_LEVEL_ERR 1
+#define LOG_LEVEL_WRN 2
+#define LOG_LEVEL_INF 3
+void z_log(int level, const char *module, const char *msg, const char *arg);
+void z_printk(const char *s);
+
 /* app.c */
 void app_main(void);
+/* z_sys_fatal_error_handler: the application's k_sys_fatal_error_handler;
+ * it returns nonzero to let the kernel abort the faulting thread and go on
+ * (Zephyr: the handler returns), zero to halt. */
+int z_sys_fatal_error_handler(uint32_t reason);
+void z_rx_isr(void);
 
 #endif
