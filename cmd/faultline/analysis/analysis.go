@@ -157,7 +157,7 @@ func Analyze(elf *elfsym.File, d *crashdump.Dump, opt Options) (*Report, error) 
 // Analyzer can share one chain (and the tables its unwinders cache) between
 // many dumps.
 func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, chain []unwinders.Unwinder, maxFrames int, s *Scratch) (*Report, error) {
-	t, warnings, err := newTarget(elf, facts, d)
+	t, warnings, err := newTarget(elf, facts, d, chain)
 	if err != nil {
 		return nil, err
 	}
@@ -281,7 +281,7 @@ func faultingRegs(frames []unwinders.Frame) *unwinders.Registers {
 // under the dump's memory, the profile, the stack bounds and the reset
 // handler.
 func NewTarget(elf *elfsym.File, d *crashdump.Dump) (*unwinders.Target, []string, error) {
-	return newTarget(elf, factsOf(elf), d)
+	return newTarget(elf, factsOf(elf), d, autoChain())
 }
 
 // elfFacts is what NewTarget takes from elf.Info: computing it walks the
@@ -326,7 +326,7 @@ func factsOf(elf *elfsym.File) elfFacts {
 	return f
 }
 
-func newTarget(elf *elfsym.File, facts elfFacts, d *crashdump.Dump) (*unwinders.Target, []string, error) {
+func newTarget(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, chain []unwinders.Unwinder) (*unwinders.Target, []string, error) {
 	var warnings []string
 	im := &unwinders.Image{}
 	t := &unwinders.Target{Mem: im}
@@ -359,6 +359,9 @@ func newTarget(elf *elfsym.File, facts elfFacts, d *crashdump.Dump) (*unwinders.
 		t.Profile = unwinders.V7M
 		warnings = append(warnings, "CPU unknown: assuming ARMv7-M")
 	}
+	// A Zephyr coredump of a k_oops/k_panic (SP 0) or of a fault in an
+	// ISR (no PSP): complete the registers from the kernel's data.
+	warnings = append(warnings, zephyrContext(elf, facts, d, t, chain)...)
 	// Stack bounds: the dump region holding each stack pointer; the main
 	// stack ends at the vector table's initial SP when that is known.
 	region := func(a uint32) (unwinders.Region, bool) {

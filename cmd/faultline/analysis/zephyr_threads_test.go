@@ -25,14 +25,6 @@ type zephyrTruth struct {
 	} `json:"threads"`
 }
 
-// zephyrPending are the scenario coredumps whose crashing thread is not
-// yet walked past its first frames: a k_panic's SP 0 and an ISR's
-// unknown PSP.
-var zephyrPending = map[string]bool{
-	"gcc-m3-O2-panic.zephyr.log": true, "gcc-m3-O2-isr.zephyr.log": true,
-	"gcc-m4f-O2-isr.zephyr.log": true, "clang-m3-O2-isr.zephyr.log": true,
-}
-
 // TestZephyrThreadBacktraces compares faultline's own backtrace of every
 // thread of the Zephyr-like kernel (the auto walk from the registers the
 // rtos package recovered) with GDB's in QEMU, for the native dump at the
@@ -42,8 +34,9 @@ var zephyrPending = map[string]bool{
 // are left out of the comparison. For the native dump the crashing thread's
 // backtrace starts with the handler and the exception frame. The scenario
 // fixtures (fixtures/rtos-zephyr/scenarios) add a log of two coredumps (a
-// k_oops then a HardFault), a k_panic whose coredump has SP 0 and faults
-// inside an ISR.
+// k_oops then a HardFault), a k_panic whose coredump has SP 0 (the
+// exception frame is found on the thread's stack) and faults inside an
+// ISR (the interrupted thread's frame found on its stack: PSP).
 func TestZephyrThreadBacktraces(t *testing.T) {
 	root := filepath.Join("..", "..", "..")
 	oracles, err := filepath.Glob(filepath.Join(root, "fixtures", "rtos-zephyr", "*.threads.json"))
@@ -129,10 +122,6 @@ func TestZephyrThreadBacktraces(t *testing.T) {
 							continue
 						}
 						got = append(got, f.Function)
-					}
-					if strings.Join(got, " < ") != strings.Join(want, " < ") && zephyrPending[dump] && tt.Current {
-						t.Logf("pending: thread %s: faultline %q, GDB %q", tt.Name, got, want)
-						continue
 					}
 					if strings.Join(got, " < ") != strings.Join(want, " < ") {
 						t.Errorf("thread %s: faultline %q\nGDB (without tail-call frames) %q", tt.Name, got, want)
