@@ -42,8 +42,10 @@ the target is read-only and cannot run.
 
   (gdb) target remote | faultline gdbserver --stdio --elf fw.elf crash.json
 
---listen serves GDB sessions one after another until interrupted (or
---sessions N). The dump holds the device's RAM and the protocol has no
+--listen serves every GDB connection in a session of its own, at the same
+time, until interrupted (or --sessions N); at most 16 run at once, and
+when one more client connects, the session idle longest is dropped to make
+room (the log names it). The dump holds the device's RAM and the protocol has no
 authentication, so only loopback addresses are accepted unless
 --allow-remote is given. With --stdio the protocol runs on standard input
 and output and diagnostics go to standard error. Run "set osabi none" in

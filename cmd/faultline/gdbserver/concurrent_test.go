@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -122,4 +123,81 @@ func TestIdleTimeoutPerSession(t *testing.T) {
 		case <-time.After(idle / 3):
 		}
 	}
+}
+
+// TestSessionLimitDropsLongestIdle: with every session slot held by a
+// client that says nothing (the default limit, 16, and the default 30
+// minute idle timeout), one more client is served at once: the session
+// idle longest (the first, as one of the others has just talked) is
+// dropped to make room, its connection closed, and the log names it
+// (issue 23 item 6: the 17th client got no reply and no log line).
+func TestSessionLimitDropsLongestIdle(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var (
+		mu  sync.Mutex
+		log []string
+	)
+	logf := func(format string, args ...any) {
+		mu.Lock()
+		log = append(log, fmt.Sprintf(format, args...))
+		mu.Unlock()
+	}
+	done := make(chan error, 1)
+	go func() { done <- NewServer(testTarget(t), Config{Logf: logf}).Serve(ctx, l, 0) }()
+	waitLog := func(want string) {
+		t.Helper()
+		for range 400 {
+			mu.Lock()
+			for _, m := range log {
+				if strings.Contains(m, want) {
+					mu.Unlock()
+					return
+				}
+			}
+			mu.Unlock()
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatalf("no log line %q in %q", want, log)
+	}
+	var idle []net.Conn
+	for i := range DefaultMaxSessions {
+		c, err := net.Dial("tcp", l.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		idle = append(idle, c)
+		waitLog(fmt.Sprintf("session %d: ", i+1))
+	}
+	// Session 1 talks once: now session 2 is the one idle longest.
+	c1 := &client{t: t, c: idle[0], r: bufio.NewReader(idle[0])}
+	idle[0].SetDeadline(time.Now().Add(20 * time.Second))
+	if got := c1.rpc("?"); got != "T08thread:1;" {
+		t.Fatalf("session 1: ?: %q", got)
+	}
+	conn, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(20 * time.Second))
+	c := &client{t: t, c: conn, r: bufio.NewReader(conn)}
+	if got := c.rpc("?"); got != "T08thread:1;" {
+		t.Fatalf("client 17: ?: %q", got)
+	}
+	waitLog("session 2: dropped to make room for session 17: 16 sessions at once is the limit")
+	idle[1].SetReadDeadline(time.Now().Add(20 * time.Second))
+	if _, err := idle[1].Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("the dropped session's connection: %v, want EOF", err)
+	}
+	if got := c1.rpc("?"); got != "T08thread:1;" {
+		t.Errorf("session 1 was disturbed: %q", got)
+	}
+	cancel()
+	<-done
 }

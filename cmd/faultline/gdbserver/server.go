@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -45,7 +46,8 @@ type Config struct {
 	// within it. Default 30 seconds; negative: no limit.
 	WriteTimeout time.Duration
 	// MaxSessions bounds the sessions Serve runs at once (each has its
-	// own idle timeout). Default 16.
+	// own idle timeout); at the limit, a new client makes Serve drop the
+	// session idle longest. Default 16.
 	MaxSessions int
 	// Logf receives diagnostics (sessions starting and ending, bad
 	// packets). Nil: none. It is never passed protocol data to print on
@@ -99,8 +101,10 @@ func NewServer(t *Target, cfg Config) *Server {
 // Serve accepts connections on l and serves each in a session of its
 // own, at the same time: a client that connects and then says nothing
 // holds only its own session (until its idle timeout), never another
-// one's. At most Config.MaxSessions sessions run at once; further clients
-// wait in the listen backlog until one ends. Serve returns nil when ctx is
+// one's. At most Config.MaxSessions sessions run at once: when one more
+// client connects, the session that has been idle longest is dropped
+// (its connection closed) to make room, and the log says which, so that
+// idle clients can never lock everyone out. Serve returns nil when ctx is
 // done (closing l and ending every session), after sessions sessions when
 // sessions > 0 (once they have all ended), and the error otherwise when
 // Accept fails. A session that fails is logged and does not stop the
@@ -112,16 +116,13 @@ func (s *Server) Serve(ctx context.Context, l net.Listener, sessions int) error 
 	defer stop()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	slots := make(chan struct{}, s.cfg.MaxSessions)
+	var (
+		mu     sync.Mutex
+		active = map[int]*liveSession{}
+	)
 	for n := 0; sessions <= 0 || n < sessions; n++ {
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-			return nil
-		}
 		c, err := l.Accept()
 		if err != nil {
-			<-slots
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -129,16 +130,41 @@ func (s *Server) Serve(ctx context.Context, l net.Listener, sessions int) error 
 			return fmt.Errorf("gdbserver: %w", err)
 		}
 		id := n + 1
+		ls := &liveSession{id: id}
+		ls.touch()
+		sctx, scancel := context.WithCancelCause(ctx)
+		ls.cancel = scancel
+		mu.Lock()
+		if len(active) >= s.cfg.MaxSessions {
+			var oldest *liveSession
+			for _, a := range active {
+				if oldest == nil || a.idleSince() > oldest.idleSince() || (a.idleSince() == oldest.idleSince() && a.id < oldest.id) {
+					oldest = a
+				}
+			}
+			delete(active, oldest.id)
+			idle := time.Since(time.Unix(0, oldest.idleSince())).Round(time.Millisecond)
+			s.cfg.Logf("session %d: dropped to make room for session %d: %d sessions at once is the limit, and it was the one idle longest (nothing received for %v)", oldest.id, id, s.cfg.MaxSessions, idle)
+			oldest.cancel(fmt.Errorf("%w: dropped for session %d (the %d-session limit)", ErrDropped, id, s.cfg.MaxSessions))
+		}
+		active[id] = ls
+		mu.Unlock()
 		s.cfg.Logf("session %d: %s connected", id, c.RemoteAddr())
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer func() { <-slots }()
-			err := s.ServeConn(ctx, c)
+			defer scancel(nil)
+			err := s.serveConn(sctx, c, ls.touch)
 			c.Close()
-			if err != nil {
+			mu.Lock()
+			delete(active, id)
+			mu.Unlock()
+			switch {
+			case errors.Is(err, ErrDropped):
+				// logged when dropped
+			case err != nil:
 				s.cfg.Logf("session %d: ended: %v", id, err)
-			} else {
+			default:
 				s.cfg.Logf("session %d: ended", id)
 			}
 		}()
@@ -146,13 +172,35 @@ func (s *Server) Serve(ctx context.Context, l net.Listener, sessions int) error 
 	return nil
 }
 
+// ErrDropped ends a session Serve dropped to make room for a new client
+// at the session limit.
+var ErrDropped = errors.New("gdbserver: session dropped")
+
+// liveSession is a session Serve runs: when it last received anything,
+// and how to end it.
+type liveSession struct {
+	id     int
+	last   atomic.Int64 // time.Now().UnixNano() of the last bytes received
+	cancel context.CancelCauseFunc
+}
+
+func (l *liveSession) touch()           { l.last.Store(time.Now().UnixNano()) }
+func (l *liveSession) idleSince() int64 { return -l.last.Load() } // larger: idle longer
+
 // ServeConn runs one session on rw. It returns nil when the client
 // detaches (D), kills (k, vKill) or closes the stream, and an error
 // wrapping ErrTimeout, ErrBadPackets, ErrNoise or the stream's error
-// otherwise, or ctx's error when ctx is done first. rw stays open; a
-// goroutine reads it until it reports an error, so the caller should close
-// it when ServeConn returns (for --stdio the process exits instead).
+// otherwise, or ctx's error (its cause) when ctx is done first. rw stays
+// open; a goroutine reads it until it reports an error, so the caller
+// should close it when ServeConn returns (for --stdio the process exits
+// instead).
 func (s *Server) ServeConn(ctx context.Context, rw io.ReadWriter) error {
+	return s.serveConn(ctx, rw, nil)
+}
+
+// serveConn is ServeConn, calling touch (when not nil) whenever bytes
+// arrive.
+func (s *Server) serveConn(ctx context.Context, rw io.ReadWriter, touch func()) error {
 	ss := &session{srv: s, cfg: s.cfg, w: rw, ctx: ctx, parser: newParser(s.cfg.MaxPacket)}
 	chunks := make(chan chunk)
 	done := make(chan struct{})
@@ -173,10 +221,13 @@ func (s *Server) ServeConn(ctx context.Context, rw io.ReadWriter) error {
 		case <-idle:
 			return fmt.Errorf("%w: nothing received for %v", ErrTimeout, s.cfg.IdleTimeout)
 		case <-ctx.Done():
-			return ctx.Err()
+			return context.Cause(ctx)
 		}
 		if timer != nil {
 			timer.Reset(s.cfg.IdleTimeout)
+		}
+		if touch != nil && len(c.b) > 0 {
+			touch()
 		}
 		for _, b := range c.b {
 			end, err := ss.byte(b)
