@@ -1,11 +1,13 @@
 package rtos
 
 import (
+	"bytes"
 	"debug/dwarf"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/unwinders"
@@ -147,6 +149,14 @@ func discoverZephyr(in Input) (*Kernel, error) {
 	if err != nil {
 		return nil, fmt.Errorf("Zephyr kernel: _kernel.cpus[0].current at 0x%08x: %v (the dump does not hold _kernel)", kaddr+l.current.off, userErr(err))
 	}
+	if l.source == "default layout" {
+		// A guessed layout: use it only when every thread it finds looks
+		// like one, never print threads built from bytes that are not.
+		if why := z.defaultLayoutMisfit(kaddr, current); why != "" {
+			k.Warnings = append(k.Warnings, "Zephyr: the default layout does not fit this firmware's kernel data ("+why+"): no thread is listed (an ELF with debug information, or a build with CONFIG_DEBUG_THREAD_INFO / CONFIG_OPENOCD_SUPPORT, gives the real layout)")
+			return k, nil
+		}
+	}
 	if current != 0 {
 		t := z.thread(current, true, in.Regs)
 		k.Threads = append(k.Threads, t)
@@ -175,6 +185,14 @@ func discoverZephyr(in Input) (*Kernel, error) {
 		if !l.next.ok {
 			break
 		}
+		if l.source != "debug types" {
+			// The offsets table says where the fields are, not that these
+			// bytes are a thread: one whose name is not text is not.
+			if why := z.notAThread(p, p == current); why != "" {
+				k.Warnings = append(k.Warnings, fmt.Sprintf("the thread list from _kernel.threads reaches 0x%08x after %d threads, which is not a thread (%s): not listed, and the list is not followed past it", p, n, why))
+				break
+			}
+		}
 		next, err := z.word(p+l.next.off, l.next.size)
 		if p == current {
 			onList = true
@@ -194,6 +212,105 @@ func discoverZephyr(in Input) (*Kernel, error) {
 		k.Warnings = append(k.Warnings, fmt.Sprintf("the current thread 0x%08x is not on the thread list", current))
 	}
 	return k, nil
+}
+
+// zephyrMaxPlausibleStack bounds a thread's stack_info.size in a layout
+// that is only a guess.
+const zephyrMaxPlausibleStack = 16 << 20
+
+// notAThread says why the bytes at p are not a struct k_thread under the
+// layout ("" when they may be one): not word aligned, not readable, a
+// name field that is not text (a NUL-terminated run of printable
+// characters), stack bounds that are not plausible, or (for a switched-out
+// thread) a saved stack pointer outside them.
+func (z *zreader) notAThread(p uint32, current bool) string {
+	l := z.l
+	if p&3 != 0 {
+		return fmt.Sprintf("0x%08x is not word aligned", p)
+	}
+	if _, err := z.word(p, 4); err != nil {
+		return fmt.Sprintf("0x%08x cannot be read: %v", p, userErr(err))
+	}
+	if l.name.ok {
+		n := min(l.name.size, maxZephyrNameLen)
+		buf := make([]byte, n)
+		if err := z.mem.Read(p+l.name.off, buf); err != nil {
+			return "its name cannot be read"
+		}
+		if !nameIsText(buf) {
+			return fmt.Sprintf("its name field holds no text: % x", buf[:min(len(buf), 8)])
+		}
+	}
+	start, ok1 := z.field(p, l.stackStart)
+	size, ok2 := z.field(p, l.stackSize)
+	if ok1 && ok2 {
+		if size == 0 || size > zephyrMaxPlausibleStack || uint64(start)+uint64(size) > 1<<32 || start&3 != 0 {
+			return fmt.Sprintf("its stack_info (start 0x%08x, size %d) is not a stack", start, size)
+		}
+		if psp, ok := z.field(p, l.psp); ok && !current && (psp < start || psp >= start+size) {
+			return fmt.Sprintf("its saved stack pointer 0x%08x is outside its stack 0x%08x-0x%08x", psp, start, start+size)
+		}
+	}
+	if next, ok := z.field(p, l.next); ok && next&3 != 0 {
+		return fmt.Sprintf("its next_thread 0x%08x is not word aligned", next)
+	}
+	return ""
+}
+
+// defaultLayoutMisfit checks the default layout against the kernel data:
+// the current thread and every thread on the list must look like threads
+// (notAThread), the list must end within maxZephyrThreads without a loop
+// and hold the current thread.
+func (z *zreader) defaultLayoutMisfit(kaddr, current uint32) string {
+	if current != 0 {
+		if why := z.notAThread(current, true); why != "" {
+			return fmt.Sprintf("the current thread 0x%08x: %s", current, why)
+		}
+	}
+	head, err := z.word(kaddr+z.l.threads.off, z.l.threads.size)
+	if err != nil {
+		return "the thread list head cannot be read"
+	}
+	var seen addrSet
+	onList := current == 0
+	for p, n := head, 0; p != 0; n++ {
+		if n >= maxZephyrThreads || seen.has(p) {
+			return "the thread list does not end"
+		}
+		seen.add(p)
+		if why := z.notAThread(p, p == current); why != "" {
+			return fmt.Sprintf("thread %d of the list, 0x%08x: %s", n+1, p, why)
+		}
+		onList = onList || p == current
+		next, err := z.word(p+z.l.next.off, z.l.next.size)
+		if err != nil {
+			return fmt.Sprintf("thread %d of the list, 0x%08x: its next_thread cannot be read", n+1, p)
+		}
+		p = next
+	}
+	if !onList {
+		return fmt.Sprintf("the current thread 0x%08x is not on the thread list", current)
+	}
+	return ""
+}
+
+// nameIsText says whether a name field holds text: printable characters
+// (ASCII or UTF-8, no control characters) up to a NUL inside the field.
+func nameIsText(b []byte) bool {
+	end := bytes.IndexByte(b, 0)
+	if end < 0 {
+		return false
+	}
+	s := string(b[:end])
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return false
+		}
+	}
+	return true
 }
 
 // userErr turns a memory error into words for a user.
@@ -527,24 +644,34 @@ func zephyrLayoutOf(in Input) (zephyrLayout, []string) {
 // zephyrOffsetsTable reads _kernel_thread_info_offsets; nil, nil when the
 // ELF has no table.
 func zephyrOffsetsTable(in Input) ([]uint32, error) {
-	addr, ok := in.ELF.Symbol("_kernel_thread_info_offsets")
+	// Zephyr 2.6 renamed the table of CONFIG_OPENOCD_SUPPORT
+	// (_kernel_openocd_*, 13 entries in 2.5: no EXC_RETURN) to
+	// CONFIG_DEBUG_THREAD_INFO's _kernel_thread_info_*; same layout.
+	prefix := "_kernel_thread_info_"
+	addr, ok := in.ELF.Symbol(prefix + "offsets")
 	if !ok {
-		return nil, nil
+		prefix = "_kernel_openocd_"
+		if addr, ok = in.ELF.Symbol(prefix + "offsets"); !ok {
+			return nil, nil
+		}
 	}
 	bad := func(format string, args ...any) ([]uint32, error) {
-		return nil, fmt.Errorf("the _kernel_thread_info_offsets table cannot be used: "+format, args...)
+		return nil, fmt.Errorf("the "+prefix+"offsets table cannot be used: "+format, args...)
 	}
-	if a, ok := in.ELF.Symbol("_kernel_thread_info_size_t_size"); ok {
+	if a, ok := in.ELF.Symbol(prefix + "size_t_size"); ok {
 		var b [1]byte
 		if err := in.Mem.Read(a, b[:]); err == nil && b[0] != 4 {
-			return bad("_kernel_thread_info_size_t_size is %d: want 4 (32-bit size_t)", b[0])
+			return bad(prefix+"size_t_size is %d: want 4 (32-bit size_t)", b[0])
 		}
 	}
 	n := uint32(15) // the entries every version-1 table has on ARM
-	if a, ok := in.ELF.Symbol("_kernel_thread_info_num_offsets"); ok {
+	if prefix == "_kernel_openocd_" {
+		n = 13
+	}
+	if a, ok := in.ELF.Symbol(prefix + "num_offsets"); ok {
 		v, err := unwinders.ReadU32(in.Mem, a)
 		if err != nil {
-			return bad("_kernel_thread_info_num_offsets at 0x%08x: %v", a, userErr(err))
+			return bad(prefix+"num_offsets at 0x%08x: %v", a, userErr(err))
 		}
 		n = v
 	}
@@ -775,4 +902,21 @@ func SymbolLookup(elf *elfsym.File) func(name string) (addr, size uint32, ok boo
 		}
 		return a, size, true
 	}
+}
+
+// ZephyrSavedSP returns the stack pointer the kernel saved in thread's
+// struct k_thread at its last switch-out (callee_saved.psp on ARM), read
+// with the layout discovery would use. For the running thread it is stale
+// (the thread has run since) but lies within its stack: a place to look
+// for the thread's stack when stack_info is not known.
+func ZephyrSavedSP(in Input, thread uint32) (uint32, bool) {
+	if in.ELF == nil || in.Mem == nil {
+		return 0, false
+	}
+	if _, ok := in.ELF.Symbol("_kernel"); !ok {
+		return 0, false
+	}
+	l, _ := in.Layouts.zephyrLayout(in.ELF, func() (zephyrLayout, []string) { return zephyrLayoutOf(in) })
+	z := zreader{mem: in.Mem, elf: in.ELF, l: &l}
+	return z.field(thread, l.psp)
 }

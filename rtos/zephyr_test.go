@@ -264,6 +264,7 @@ func TestZephyrStripped(t *testing.T) {
 	o := loadZephyrOracle(t, "gcc-m3-O2")
 	for _, tc := range []struct{ elf, source, warning string }{
 		{"gcc-m3-O2-nodebug", "thread info offsets", ""},
+		{"gcc-m3-O2-nodebug-openocd", "thread info offsets", ""}, // Zephyr < 2.6's table name
 		{"gcc-m3-O2-nodebug-notable", "default layout", "using the default layout"},
 	} {
 		for _, dump := range []string{"gcc-m3-O2.json", "gcc-m3-O2.zephyr.log"} {
@@ -319,6 +320,74 @@ func TestZephyrStripped(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestZephyrNotAThread: without debug types, bytes that are not a thread
+// are never listed as one. A thread whose name field holds no text (no NUL,
+// control bytes) ends the list read through the offsets table (the
+// threads before it stay); under the default layout, a guess, any such
+// thread means the layout does not fit, and no thread is listed at all.
+func TestZephyrNotAThread(t *testing.T) {
+	o := loadZephyrOracle(t, "gcc-m3-O2")
+	victim := -1 // the third thread of the list
+	for i, ot := range o.Threads {
+		if i == 2 {
+			victim = int(hexU32(t, ot.ID))
+		}
+	}
+	for _, tc := range []struct {
+		elf     string
+		threads int
+		warning string
+	}{
+		{"gcc-m3-O2-nodebug", 2, "which is not a thread (its name field holds no text"},
+		{"gcc-m3-O2-nodebug-notable", 0, "the default layout does not fit this firmware's kernel data (thread 3 of the list"},
+	} {
+		t.Run(tc.elf, func(t *testing.T) {
+			elf, err := elfsym.Open(filepath.Join("..", "firmware-samples", "rtos-zephyr", "build", tc.elf+".elf"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer elf.Close()
+			d, err := crashdump.Load(filepath.Join("..", "fixtures", "rtos-zephyr", "gcc-m3-O2.zephyr.log"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.PlaceSymbolRegions(SymbolLookup(elf))
+			// The name (offset 108, 32 bytes) of the third thread: bytes
+			// 1..32, no NUL.
+			name := uint32(victim) + 108
+			for _, r := range d.Memory {
+				if r.Contains(name) && uint64(name)+32 <= r.End() {
+					for i := range 32 {
+						r.Data[name-r.Addr+uint32(i)] = byte(i + 1)
+					}
+				}
+			}
+			im := &unwinders.Image{}
+			if err := im.AddLayer(elf.Segments()...); err != nil {
+				t.Fatal(err)
+			}
+			if err := im.AddLayer(d.Memory...); err != nil {
+				t.Fatal(err)
+			}
+			k, err := Discover(Input{ELF: elf, Mem: im, Regs: d.Regs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(k.Threads) != tc.threads {
+				t.Errorf("%d threads, want %d", len(k.Threads), tc.threads)
+			}
+			for _, th := range k.Threads {
+				if th.ID == uint32(victim) || strings.Contains(th.Name, "\\x") {
+					t.Errorf("thread %+v listed: its bytes are not a thread", th)
+				}
+			}
+			if w := strings.Join(k.Warnings, "\n"); !strings.Contains(w, tc.warning) {
+				t.Errorf("warnings %q, want one with %q", k.Warnings, tc.warning)
+			}
+		})
 	}
 }
 

@@ -162,3 +162,57 @@ func BenchmarkAnalyzeZephyrThreads(b *testing.B) {
 		}
 	}
 }
+
+// TestZephyrStrippedContext: without debug information (the offsets
+// table has no stack bounds) the k_panic coredump's SP and the ISR
+// coredump's PSP are still recovered, and the crashing thread's walk
+// equals GDB's.
+func TestZephyrStrippedContext(t *testing.T) {
+	root := filepath.Join("..", "..", "..")
+	elf, err := elfsym.Open(filepath.Join(root, "firmware-samples", "rtos-zephyr", "build", "gcc-m3-O2-nodebug.elf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer elf.Close()
+	for _, name := range []string{"gcc-m3-O2-panic", "gcc-m3-O2-isr"} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(root, "fixtures", "rtos-zephyr", "scenarios")
+			b, err := os.ReadFile(filepath.Join(dir, name+".threads.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var truth zephyrTruth
+			if err := json.Unmarshal(b, &truth); err != nil {
+				t.Fatal(err)
+			}
+			d, err := crashdump.Load(filepath.Join(dir, name+".zephyr.log"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := Analyze(elf, d, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want, got []string
+			for _, tt := range truth.Threads {
+				if !tt.Current {
+					continue
+				}
+				for _, f := range tt.Frames {
+					if f.Kind != "tailcall" && f.Kind != "exception" && f.Kind != "inlined" {
+						want = append(want, f.Function)
+					}
+				}
+			}
+			for _, f := range r.Frames {
+				if f.Kind == "exception" || f.Kind == "gap" || f.Kind == "inlined" {
+					continue
+				}
+				got = append(got, f.Function)
+			}
+			if strings.Join(got, " < ") != strings.Join(want, " < ") {
+				t.Errorf("faultline %q\nGDB %q\nwarnings %q", got, want, r.Warnings)
+			}
+		})
+	}
+}

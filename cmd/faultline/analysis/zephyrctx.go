@@ -14,6 +14,10 @@ import (
 // interrupted thread context.
 const zephyrMaxCandidates = 16
 
+// zephyrSearchWindow is how far on either side of a thread's saved stack
+// pointer its stack is searched when its bounds are unknown.
+const zephyrSearchWindow = 4 << 10
+
 // zephyrContext completes the crash registers of a Zephyr coredump that
 // Zephyr left incomplete, from the kernel's own data in the dump:
 //
@@ -62,7 +66,28 @@ func zephyrContext(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, t *unwin
 		return zephyrFindESF(d, lo, hi, name)
 	}
 	if lo == 0 && hi == 0 {
-		return []string{fmt.Sprintf("the fault was taken in a handler (IPSR %d) and the coredump holds no PSP; thread %s's stack bounds are unknown, so the frame the interrupt stacked on it is not looked for: the walk stops at the handler's exception frame", ipsr, name)}
+		// No stack_info (an offsets table has none): look around the
+		// stack pointer the kernel saved at the thread's last switch-out,
+		// which lies in its stack; the walk from a frame is the check.
+		saved, ok := rtos.ZephyrSavedSP(rtos.Input{ELF: elf, Mem: t.Mem, Layouts: facts.layouts}, cur.ID)
+		if !ok || saved < zephyrSearchWindow {
+			return []string{fmt.Sprintf("the fault was taken in a handler (IPSR %d) and the coredump holds no PSP; thread %s's stack is not known, so the frame the interrupt stacked on it is not looked for: the walk stops at the handler's exception frame", ipsr, name)}
+		}
+		lo, hi = saved-zephyrSearchWindow, saved+min(zephyrSearchWindow, ^saved)
+		// Another thread's stack is not this one's: a switched-out
+		// thread's live data, its saved exception frame first, runs from
+		// its saved stack pointer up, so this stack ends below the next
+		// such pointer above and starts above the frame of the one below.
+		for _, th := range k.Threads[1:] {
+			sp := th.Stack.SP
+			switch {
+			case sp == 0:
+			case sp <= saved && sp+0x20 > lo:
+				lo = sp + 0x20
+			case sp > saved && sp < hi:
+				hi = sp
+			}
+		}
 	}
 	return zephyrFindPSP(elf, d, t, chain, lo, hi, name, ipsr)
 }
@@ -164,6 +189,7 @@ func zephyrFindPSP(elf *elfsym.File, d *crashdump.Dump, t *unwinders.Target, cha
 	}
 	saved := t.ProcessStack
 	t.ProcessStack = unwinders.Range{Lo: lo, Hi: hi}
+	defer func() { t.ProcessStack = saved }()
 	for _, a := range cands {
 		var regs unwinders.Registers
 		for i, reg := range []unwinders.Reg{unwinders.R0, unwinders.R1, unwinders.R2, unwinders.R3, unwinders.R12, unwinders.LR, unwinders.PC, unwinders.XPSR} {
@@ -182,6 +208,5 @@ func zephyrFindPSP(elf *elfsym.File, d *crashdump.Dump, t *unwinders.Target, cha
 			return []string{fmt.Sprintf("the fault was taken in a handler (IPSR %d) and the coredump holds no PSP: the frame the interrupt stacked on thread %s's stack is taken to be at 0x%08x, the highest 8-word thread-mode frame there (Thumb, IPSR 0, PC 0x%08x in code) whose walk reaches the thread's entry; PSP 0x%08x is used", ipsr, name, a, regs.Value(unwinders.PC), a)}
 		}
 	}
-	t.ProcessStack = saved
 	return []string{fmt.Sprintf("the fault was taken in a handler (IPSR %d) and the coredump holds no PSP: no frame on thread %s's stack 0x%08x-0x%08x leads to the thread's entry (%d tried), so the walk stops at the handler's exception frame", ipsr, name, lo, hi, len(cands))}
 }
