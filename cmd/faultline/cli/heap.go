@@ -340,7 +340,7 @@ func writeHeapText(w io.Writer, d *HeapDoc) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Heap of %s (allocator: %s)\n", d.ELF, d.Allocator)
 	fmt.Fprintf(&b, "Run ended after %d instructions: %s\n", d.Insns, d.Ended)
-	fmt.Fprintf(&b, "%d allocations, %d frees; peak %d bytes at instruction %d", d.Allocs, d.Frees, d.PeakBytes, d.PeakInsn)
+	fmt.Fprintf(&b, "%s, %s; peak %d bytes at instruction %d", plural(int(min(d.Allocs, 1<<62)), "allocation"), plural(int(min(d.Frees, 1<<62)), "free"), d.PeakBytes, d.PeakInsn)
 	if len(d.PeakAt) > 0 {
 		fmt.Fprintf(&b, " (allocation from %s)", frameText(d.PeakAt[0]))
 	}
@@ -359,7 +359,7 @@ func writeHeapText(w io.Writer, d *HeapDoc) {
 		}
 	}
 	if d.Dropped > 0 {
-		fmt.Fprintf(&b, "\n(%d more errors not kept)\n", d.Dropped)
+		fmt.Fprintf(&b, "\n(%s more not kept)\n", plural(d.Dropped, "error"))
 	}
 	fmt.Fprintf(&b, "\nLive at the end: %d bytes in %d blocks, from %d allocation sites\n", d.LiveBytes, d.LiveBlocks, len(d.Sites))
 	if l := d.Leaks; l != nil {

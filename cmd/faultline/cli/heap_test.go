@@ -180,7 +180,7 @@ func TestHeapTextAndHTML(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("heap: exit %d\n%s", code, stderr)
 	}
-	for _, want := range []string{"use-after-free", "write of 4 bytes", "freed at:", "use_after_free at ./src/heap_c.c:"} {
+	for _, want := range []string{"use-after-free", "write of 4 bytes", "freed at:", "use_after_free at ./src/heap_c.c:", "\n1 allocation, 1 free; peak 32 bytes"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("text report lacks %q:\n%s", want, stdout)
 		}
