@@ -102,6 +102,7 @@ func FuzzELFCore(f *testing.F) {
 	for _, p := range paths {
 		if b, err := os.ReadFile(p); err == nil {
 			f.Add(b)
+			addMutants(f, b, 8)
 		}
 	}
 	if d, err := Load("../fixtures/qemu/gcc-m4f-O2-fpu_crash.json"); err == nil {

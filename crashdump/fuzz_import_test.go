@@ -1,6 +1,8 @@
 package crashdump
 
 import (
+	mutation "github.com/faultline-dev/faultline/internal/mutate"
+
 	"errors"
 	"io"
 	"os"
@@ -20,8 +22,21 @@ func seedImport(f *testing.F, suffixes ...string) {
 			if strings.HasSuffix(p, s) {
 				if b, err := os.ReadFile(p); err == nil {
 					f.Add(b)
+					addMutants(f, b, 16)
 				}
 			}
+		}
+	}
+}
+
+// addMutants adds every every-th mutant of b (internal/mutate:
+// truncations at its structure boundaries, bit flips, length fields at
+// 0 or their maximum) as a seed: a sample of the mutation sweep's inputs
+// (cmd/faultline/cli TestMutationSweep), generated, never committed.
+func addMutants(f *testing.F, b []byte, every int) {
+	for i, m := range mutation.All(b, mutation.Options{}) {
+		if i%every == 0 {
+			f.Add(m.Data)
 		}
 	}
 }

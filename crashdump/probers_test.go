@@ -23,6 +23,7 @@ func FuzzProbeRS(f *testing.F) {
 	for _, p := range paths {
 		if b, err := os.ReadFile(p); err == nil {
 			f.Add(b)
+			addMutants(f, b, 16)
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
