@@ -297,11 +297,10 @@ func runAnalyze(cmd *cobra.Command, c *commonFlags, raw *rawFlags, bf *batchFlag
 		sum = analysis.NewSummarizer(elfName, c.unwinder, "path")
 	}
 	for _, e := range problems {
+		// A directory or a pattern that gave no dump: an error, but no
+		// dump to count in the summary.
 		failed++
 		prog.printf(stderr, "faultline: %s\n", userMessage(e))
-		if sum != nil {
-			sum.AddError(e.arg, e.err)
-		}
 	}
 	out := cmd.OutOrStdout()
 	if c.format == "text" {

@@ -29,7 +29,9 @@ import (
 //     crashdump detects (CrashCatcher, Zephyr, Memfault, ...);
 //   - files a manifest of the same search references as a memory region
 //     ("memory": [{"file": "ram.bin"}]) are not dumps themselves;
-//   - names starting with "." are skipped (.git, editor files).
+//   - names starting with "." are skipped (.git, editor files);
+//   - symbolic links are followed, to dumps and to directories, each
+//     directory searched once however many links lead to it.
 //
 // The matches of each directory or pattern are sorted by path; explicit
 // files keep their place on the command line; a file a directory or a
@@ -253,25 +255,65 @@ func detectDump(p string) (bool, []byte) {
 	return true, data
 }
 
-// walkDir lists the regular files under dir, skipping dot names.
+// maxWalkDepth bounds how deep walkDir descends (symbolic links to
+// directories included).
+const maxWalkDepth = 64
+
+// walkDir lists the regular files under dir, skipping dot names. Symbolic
+// links are followed, to files and to directories alike (a directory of
+// links to dumps is a directory of dumps); a directory reached again (a
+// link loop, or two links to one directory) is searched once, and a
+// dangling link is skipped.
 func walkDir(dir string) ([]string, error) {
-	var files []string
-	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+	var (
+		files   []string
+		visited = map[string]bool{}
+	)
+	var walk func(d string, depth int) error
+	walk = func(d string, depth int) error {
+		real, err := filepath.EvalSymlinks(d)
 		if err != nil {
 			return err
 		}
-		if p != dir && strings.HasPrefix(e.Name(), ".") {
-			if e.IsDir() {
-				return filepath.SkipDir
-			}
+		if abs, err := filepath.Abs(real); err == nil {
+			real = abs
+		}
+		if visited[real] || depth > maxWalkDepth {
 			return nil
 		}
-		if e.Type().IsRegular() {
-			files = append(files, p)
+		visited[real] = true
+		es, err := os.ReadDir(d)
+		if err != nil {
+			if d == dir {
+				return err
+			}
+			return nil // an unreadable subdirectory: skipped, as before
+		}
+		for _, e := range es {
+			if strings.HasPrefix(e.Name(), ".") {
+				continue
+			}
+			p := filepath.Join(d, e.Name())
+			typ := e.Type()
+			if typ&fs.ModeSymlink != 0 {
+				st, err := os.Stat(p)
+				if err != nil {
+					continue // dangling
+				}
+				typ = st.Mode().Type()
+			}
+			switch {
+			case typ.IsDir():
+				if err := walk(p, depth+1); err != nil {
+					return err
+				}
+			case typ.IsRegular():
+				files = append(files, p)
+			}
 		}
 		return nil
-	})
-	if err != nil {
+	}
+	if err := walk(dir, 0); err != nil {
 		return files, fmt.Errorf("%s: %w", dir, err)
 	}
 	return files, nil
@@ -322,7 +364,20 @@ func expandGlob(pattern string) ([]string, error) {
 				out = append(out, files...)
 				return filepath.SkipDir
 			}
-			if e.Type().IsRegular() {
+			typ := e.Type()
+			if typ&fs.ModeSymlink != 0 {
+				// A link that matches: its target, a dump or a
+				// directory of them.
+				if st, err := os.Stat(p); err == nil {
+					typ = st.Mode().Type()
+				}
+				if typ.IsDir() {
+					files, _ := walkDir(p)
+					out = append(out, files...)
+					return nil
+				}
+			}
+			if typ.IsRegular() {
 				out = append(out, p)
 			}
 			return nil

@@ -156,3 +156,51 @@ func TestBatchPanicCostsOneDump(t *testing.T) {
 		}
 	}
 }
+
+// A directory of symbolic links to dumps (and to a directory of dumps) is
+// a directory of dumps: every one is decoded once, however many links
+// lead to it, a link loop ends, a dangling link is skipped; a directory
+// that holds no dump is an error but not a dump in --summary (issue 23
+// item 8: "no crash dump found", and the directory counted as undecodable).
+func TestBatchFollowsSymlinks(t *testing.T) {
+	real := t.TempDir()
+	var dumps []string
+	for _, s := range batchScenarios[:3] {
+		dumps = append(dumps, copyDump(t, filepath.Join(real, "d"), s, "r-"+s, 0))
+	}
+	links := t.TempDir()
+	for i, d := range dumps {
+		if err := os.Symlink(d, filepath.Join(links, fmt.Sprintf("link%d.json", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	more := filepath.Join(t.TempDir(), "more")
+	os.Mkdir(more, 0o755)
+	copyDump(t, more, batchScenarios[3], "m-"+batchScenarios[3], 0)
+	os.Symlink(more, filepath.Join(links, "moredir"))
+	os.Symlink(more, filepath.Join(links, "again")) // the same directory twice
+	os.Symlink(links, filepath.Join(links, "loop")) // a loop
+	os.Symlink("/nonexistent/x.json", filepath.Join(links, "dangling.json"))
+	out, errOut, code := run(t, "", "analyze", "--format", "jsonl", "--elf", batchELF(), links)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if got := jsonlDumps(t, out); len(got) != 4 {
+		t.Errorf("%d dumps decoded, want 4: %q", len(got), got)
+	}
+	// A glob whose match is a link to a directory.
+	out, errOut, code = run(t, "", "analyze", "--format", "jsonl", "--elf", batchELF(), filepath.Join(links, "more*"))
+	if code != 0 || len(jsonlDumps(t, out)) != 1 {
+		t.Errorf("glob of a linked directory: exit %d, %q %s", code, out, errOut)
+	}
+	// An empty directory beside a dump: an error line, and the summary
+	// counts the one dump only.
+	empty := t.TempDir()
+	out, errOut, code = run(t, "", "analyze", "--summary", "--format", "json", "--elf", batchELF(), empty, dumps[0])
+	if code != ExitInput || !strings.Contains(errOut, "no crash dump found") {
+		t.Errorf("empty directory: exit %d, %q", code, errOut)
+	}
+	if !strings.Contains(out, `"dumps": 1,`) || !strings.Contains(out, `"decoded": 1,`) {
+		t.Errorf("the summary counts the directory as a dump:\n%s", out)
+	}
+}
