@@ -263,7 +263,9 @@ func (u *unit) load(dw *dwarfIndex) {
 				u.err = fmt.Errorf("unit %q: internal error decoding DWARF: %v", u.name, p)
 			}
 		}()
-		if u.stmtList >= 0 {
+		// Without a .debug_line (absent, or ignored as corrupt with a
+		// warning when the file was opened) the unit has no lines.
+		if u.stmtList >= 0 && len(dw.env.debugLine) > 0 {
 			env := dw.env
 			env.compDir, env.compName = u.compDir, u.name
 			lt, err := decodeLineTable(&env, uint64(u.stmtList))

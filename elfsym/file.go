@@ -295,6 +295,7 @@ func (f *File) parseHeaders() error {
 		shnum = 0
 	}
 	f.sections = make([]SectionInfo, shnum)
+	var unusable map[int]string // sections ignored, and why
 	for i := range f.sections {
 		off := shoff + uint32(i)*shdrSize
 		h := d[off : off+shdrSize]
@@ -316,7 +317,19 @@ func (f *File) parseHeaders() error {
 			continue
 		}
 		if uint64(s.Offset)+uint64(s.Size) > uint64(len(d)) {
-			return f.errorf(int64(off)+16, ErrMalformed, "section %d: data at 0x%x (%d bytes) runs past the end of the file (%d bytes)", i, s.Offset, s.Size, len(d))
+			err := f.errorf(int64(off)+16, ErrMalformed, "section %d: data at 0x%x (%d bytes) runs past the end of the file (%d bytes)", i, s.Offset, s.Size, len(d))
+			if s.Alloc || uint32(i) == shstrndx {
+				return err // the program's own bytes, or the section names
+			}
+			// A section the program does not load (debug information, the
+			// symbol table...): the file is still usable without it, as
+			// addr2line and nm find; ignored, with a warning once its
+			// name is known.
+			if unusable == nil {
+				unusable = map[int]string{}
+			}
+			unusable[i] = fmt.Sprintf("data at 0x%x (%d bytes) runs past the end of the file (%d bytes)", s.Offset, s.Size, len(d))
+			continue
 		}
 		if s.Alloc && uint64(s.Addr)+uint64(s.Size) > 1<<32 {
 			return f.errorf(int64(off)+12, ErrMalformed, "section %d: address 0x%x + size 0x%x runs past the 32-bit address space", i, s.Addr, s.Size)
@@ -342,8 +355,16 @@ func (f *File) parseHeaders() error {
 		}
 	}
 	for i := range f.sections {
+		if why, ok := unusable[i]; ok {
+			f.warnf("section %d (%s) ignored: %s; what it holds (debug information, symbols) is not used", i, f.sections[i].Name, why)
+			continue
+		}
 		if err := f.inflate(&f.sections[i]); err != nil {
-			return err
+			if f.sections[i].Alloc {
+				return err
+			}
+			f.warnf("section %d (%s) ignored: %v", i, f.sections[i].Name, err)
+			f.sections[i].data = nil
 		}
 	}
 

@@ -1,6 +1,10 @@
 package cli
 
 import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -10,6 +14,7 @@ import (
 	"time"
 
 	"github.com/faultline-dev/faultline/crashdump"
+	"github.com/faultline-dev/faultline/elfsym"
 )
 
 // outputDump copies the null_write_deep fixture (manifest and RAM file)
@@ -265,5 +270,56 @@ func TestConvertNeverWritesUnreadable(t *testing.T) {
 	_, errOut, code = run(t, "", "convert", "--max-memory", "64MiB", "--to", "native", man, "-o", filepath.Join(dir, "again.json"))
 	if code != 0 {
 		t.Errorf("--max-memory 64MiB of a manifest with a mapped region file: exit %d %s", code, errOut)
+	}
+}
+
+// A committed ELF with one corrupt debug section (.debug_info's size set
+// to 0xfffffff0) stays usable: info, symbolize and analyze warn, naming
+// the section, and still name every frame's function from the symbol
+// table, with the backtrace of the intact ELF (issue 23 item 7: all three
+// exited 1).
+func TestCorruptDebugInfoDegrades(t *testing.T) {
+	data, err := os.ReadFile(sampleELF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := elfsym.NewFile(bytes.NewReader(data), "x.elf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hdr uint32
+	for _, s := range f.Sections() {
+		if s.Name == ".debug_info" {
+			hdr = binary.LittleEndian.Uint32(data[32:]) + uint32(s.Index)*40
+		}
+	}
+	f.Close()
+	if hdr == 0 {
+		t.Fatal("no .debug_info")
+	}
+	bad := bytes.Clone(data)
+	binary.LittleEndian.PutUint32(bad[hdr+20:], 0xfffffff0)
+	elf := filepath.Join(t.TempDir(), "bad.elf")
+	os.WriteFile(elf, bad, 0o644)
+	dump := filepath.Join(repo, "fixtures/qemu/gcc-m3-O2-null_write_deep.json")
+	const warn = "section 5 (.debug_info) ignored: data at 0x2024 (4294967280 bytes) runs past the end of the file"
+	for _, args := range [][]string{{"info", "--elf", elf}, {"symbolize", "--elf", elf, "0x1b8"}, {"analyze", "--elf", elf, dump}} {
+		out, errOut, code := run(t, "", args...)
+		if code != 0 || !strings.Contains(out+errOut, warn) {
+			t.Errorf("%s: exit %d, %q", args[0], code, errOut)
+		}
+		if args[0] == "symbolize" && !strings.HasPrefix(out, "null_store\n") {
+			t.Errorf("symbolize: %q", out)
+		}
+	}
+	good, _, _ := run(t, "", "analyze", "--format", "json", "--elf", sampleELF, dump)
+	got, _, _ := run(t, "", "analyze", "--format", "json", "--elf", elf, dump)
+	var g, w struct {
+		Frames []struct{ Function, PC string }
+	}
+	json.Unmarshal([]byte(good), &w)
+	json.Unmarshal([]byte(got), &g)
+	if len(g.Frames) < 8 || fmt.Sprint(g.Frames) != fmt.Sprint(w.Frames) {
+		t.Errorf("the backtrace differs from the intact ELF's:\n%v\n%v", g.Frames, w.Frames)
 	}
 }
