@@ -296,7 +296,15 @@ func LoadWith(path string, opt LoadOptions) (*Dump, error) {
 			root.Close()
 		}
 	}()
+	manifest, _ := os.Stat(path)
 	readFile := func(rel string) ([]byte, error) {
+		if manifest != nil {
+			// A manifest that names itself (or a link to itself) as a
+			// region file: its JSON is no memory.
+			if st, err := os.Stat(filepath.Join(dir, filepath.FromSlash(rel))); err == nil && os.SameFile(st, manifest) {
+				return nil, &fs.PathError{Op: "read", Path: rel, Err: errRegionIsManifest}
+			}
+		}
 		if b, unmap, ok := readRegionFast(dir, rel, limit-used, opt.Buffers); ok {
 			switch {
 			case unmap != nil:
@@ -333,6 +341,9 @@ func LoadWith(path string, opt LoadOptions) (*Dump, error) {
 	d.unmap = unmaps
 	return d, nil
 }
+
+// errRegionIsManifest: a region file that is the manifest itself.
+var errRegionIsManifest = errors.New("it is the manifest itself, not a memory image")
 
 // Close releases the region files Load mapped, and gives the buffers it
 // read region files into back to LoadOptions.Buffers; the dump's Memory
