@@ -15,7 +15,7 @@ import (
 
 // zephyrBuilds are the builds of firmware-samples/rtos-zephyr with oracle
 // fixtures in fixtures/rtos-zephyr.
-var zephyrBuilds = []string{"gcc-m3-O2", "gcc-m4f-O2", "gcc-m3-O0", "clang-m3-O2", "clang-m4f-O2", "clang-m4f-Os"}
+var zephyrBuilds = []string{"gcc-m3-O2", "gcc-m4f-O2", "gcc-m3-O0", "clang-m3-O2", "clang-m4f-O2", "clang-m4f-Os", "gcc-m3-Os"}
 
 // zephyrOracle is <build>.threads.json: what GDB read from each thread.
 type zephyrOracle struct {

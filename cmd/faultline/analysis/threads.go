@@ -295,6 +295,14 @@ func threadReports(elf *elfsym.File, t *unwinders.Target, k *rtos.Kernel, chain 
 			if th.Stack.Start != 0 && th.Stack.End > th.Stack.Start {
 				tt.ProcessStack = unwinders.Range{Lo: th.Stack.Start, Hi: th.Stack.End}
 				tt.ProcessStackTop = th.Stack.End
+			} else if rg, ok := memRegionOf(t.Mem, th.Stack.SP); ok {
+				// Bounds unknown (no stack_info without debug types): the
+				// dump's memory holding the thread's SP bounds its walk, not
+				// the crash's stacks (another thread's memory block, or the
+				// main stack cut at the vector table's initial SP, which
+				// in Zephyr lies inside the main thread's stack).
+				rng := unwinders.Range{Lo: rg.Addr, Hi: uint32(min(rg.End(), 1<<32-1))}
+				tt.Stack, tt.ProcessStack, tt.ProcessStackTop = rng, rng, 0
 			}
 			res := unwinders.Walk(&tt, th.Regs, chain, unwinders.Options{MaxFrames: maxFrames, Frames: slab[used:used:len(slab)]})
 			need += len(res.Frames)
@@ -340,4 +348,21 @@ func threadReports(elf *elfsym.File, t *unwinders.Target, k *rtos.Kernel, chain 
 			r.Warnings = append(r.Warnings, fmt.Sprintf("thread %s: %s: file:line or inlined frames may be missing", j.Name, e))
 		}
 	}
+}
+
+// memRegionOf returns the dump region of mem (an *unwinders.Image) that
+// holds addr: the layer of dump memory, not the ELF's.
+func memRegionOf(mem unwinders.Memory, addr uint32) (unwinders.Region, bool) {
+	im, ok := mem.(*unwinders.Image)
+	if !ok || addr == 0 {
+		return unwinders.Region{}, false
+	}
+	var found unwinders.Region
+	ok = false
+	for _, rg := range im.Regions() {
+		if rg.Contains(addr) {
+			found, ok = rg, true // the last layer holding it: the dump's
+		}
+	}
+	return found, ok
 }

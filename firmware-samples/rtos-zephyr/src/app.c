@@ -23,7 +23,9 @@
  *      in 0: two coredumps in one log;
  *   2  the suspender raises k_panic(): one coredump with SP 0, halt;
  *   3  net_rx pends IRQ 0, whose handler does the NULL write: a fault
- *      inside an ISR, the thread's frames beyond the ISR's exception frame.
+ *      inside an ISR, the thread's frames beyond the ISR's exception frame;
+ *   4  as 0, but the coredump holds all of RAM in one memory block, as
+ *      Zephyr 2.x writes it by default (CONFIG_DEBUG_COREDUMP_MEMORY_DUMP_LINKER_RAM).
  */
 #include "zkernel.h"
 
@@ -258,7 +260,8 @@ int z_sys_fatal_error_handler(uint32_t reason)
 void app_main(void)
 {
 	z_printk("*** Booting Zephyr OS build zkernel ***\r\n");
-	z_log(LOG_LEVEL_INF, "app", "starting 8 threads, scenario ", z_scenario == 0 ? "0" : z_scenario == 1 ? "1" : z_scenario == 2 ? "2" : "3");
+	static const char *const digits[] = {"0", "1", "2", "3", "4"};
+	z_log(LOG_LEVEL_INF, "app", "starting 8 threads, scenario ", digits[z_scenario < 5 ? z_scenario : 0]);
 	z_mpu_guard_null();
 	k_sem_init(&sem_data, 0, 1);
 	k_thread_create(&idle_thread, "idle", idle_stack, sizeof idle_stack, idle_main, 0, 0, 0, K_LOWEST_PRIO, 1);

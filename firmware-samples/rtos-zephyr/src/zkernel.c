@@ -415,6 +415,7 @@ static uint32_t semihost(uint32_t op, uint32_t arg)
 
 extern uint32_t _estack[];
 extern char _main_stack_size[];
+extern uint32_t _sdata[];
 
 static uint32_t con_handle;
 
@@ -598,14 +599,20 @@ static void z_coredump(uint32_t reason, const uint32_t *esf)
 	 * reset follows the CRLF, as Zephyr's log_output prints it). */
 	cd_flush();
 	con_puts("\x1b[1;31m--- 2 messages dropped ---\r\n\x1b[0m");
-	int guard = 0;
-	for (struct k_thread *t = _kernel.threads; t != NULL && guard < 32; t = t->next_thread, guard++) {
-		cd_memory((uintptr_t)t, (uintptr_t)(t + 1));
-		cd_memory(t->stack_info.start, t->stack_info.start + t->stack_info.size);
+	if (z_scenario == 4) {
+		/* All of RAM in one block, as Zephyr 2.x's default
+		 * CONFIG_DEBUG_COREDUMP_MEMORY_DUMP_LINKER_RAM writes it. */
+		cd_memory((uintptr_t)_sdata, (uintptr_t)_estack);
+	} else {
+		int guard = 0;
+		for (struct k_thread *t = _kernel.threads; t != NULL && guard < 32; t = t->next_thread, guard++) {
+			cd_memory((uintptr_t)t, (uintptr_t)(t + 1));
+			cd_memory(t->stack_info.start, t->stack_info.start + t->stack_info.size);
+		}
+		/* The interrupt stack (MSP; Zephyr's z_interrupt_stacks), where
+		 * a fault inside an ISR leaves the ISR's frames. */
+		cd_memory((uintptr_t)_estack - (uintptr_t)_main_stack_size, (uintptr_t)_estack);
 	}
-	/* The interrupt stack (MSP; Zephyr's z_interrupt_stacks), where a
-	 * fault inside an ISR leaves the ISR's frames. */
-	cd_memory((uintptr_t)_estack - (uintptr_t)_main_stack_size, (uintptr_t)_estack);
 	cd_flush();
 	z_log(LOG_LEVEL_ERR, "coredump", "#CD:END#", NULL);
 }
@@ -705,7 +712,7 @@ Z_USED void z_arm_svc(const uint32_t *esf)
 /* ------------------------------------------------------------------ */
 /* Startup.                                                             */
 
-extern uint32_t _sidata[], _sdata[], _edata[], _sbss[], _ebss[];
+extern uint32_t _sidata[], _edata[], _sbss[], _ebss[];
 
 void Reset_Handler(void);
 void Default_Handler(void);

@@ -240,6 +240,7 @@ void z_printk(const char *s);
 
 /* app.c */
 void app_main(void);
+extern volatile uint32_t z_scenario;
 /* z_sys_fatal_error_handler: the application's k_sys_fatal_error_handler;
  * it returns nonzero to let the kernel abort the faulting thread and go on
  * (Zephyr: the handler returns), zero to halt. */
