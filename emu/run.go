@@ -93,6 +93,16 @@ type invalidAccess struct {
 	addr   uint32
 	size   int
 	valid  bool
+	// The block running when the access failed, and (under the exact-PC
+	// hook) the instruction count, address and IT state of the access.
+	// Unicorn stops at once after an unmapped access, but after a write
+	// to read-only memory it only skips the write and runs the rest of
+	// the block (and the next block's hook may run): the core is then
+	// past the faulting instruction.
+	blk, blkSize uint32
+	exact        uint64
+	exactPC      uint32
+	it           uint8
 }
 
 // checkpoint is the state at the start of a chunk, for the exact-PC replay.
@@ -401,6 +411,10 @@ func (img *image) scanFlash(match func(hw1, hw2 uint16) bool) []uint32 {
 
 func (m *machine) onInvalid(access uc.MemAccess, addr uint64, size int, value int64) bool {
 	m.invalid = invalidAccess{access: access, addr: uint32(addr), size: size, valid: true}
+	m.invalid.blk, m.invalid.blkSize = m.tr.Block()
+	if m.replaying {
+		m.invalid.exact, m.invalid.exactPC, m.invalid.it = m.tr.ExactCount(), m.tr.LastPC(), m.tr.LastIT()
+	}
 	return false
 }
 
@@ -541,31 +555,66 @@ func (m *machine) restoreCheckpoint() error {
 func (m *machine) exactFaultPC(want uc.Error, timeout time.Duration) (uint32, uint8, error) {
 	insns := m.tr.Insns()
 	blk, size := m.tr.Block()
+	if m.invalid.valid && m.invalid.blkSize != 0 {
+		// The block that made the access: after a write to read-only
+		// memory the emulation ran on past it (invalidAccess).
+		blk, size = m.invalid.blk, m.invalid.blkSize
+	}
 	if size == 0 {
 		size = 2
 	}
-	if err := m.restoreCheckpoint(); err != nil {
-		return 0, 0, err
-	}
-	if err := m.tr.SetExactPC(true, blk, blk+size-1); err != nil {
-		return 0, 0, err
-	}
 	defer m.tr.SetExactPC(false, 0, 0)
-	m.tr.SetBudget(0)
-	m.replaying = true
-	defer func() { m.replaying = false }()
-	m.updateEvents()
-	m.invalid = invalidAccess{}
-	until := uint64(returnAddr)
-	if m.mainAddr != 0 && !m.setsDone {
-		until = uint64(m.mainAddr)
+	defer m.tr.SetExactStop(0)
+	replay := func(stopAt uint64) error {
+		if err := m.restoreCheckpoint(); err != nil {
+			return err
+		}
+		if err := m.tr.SetExactPC(true, blk, blk+size-1); err != nil {
+			return err
+		}
+		m.tr.SetExactStop(stopAt)
+		m.tr.ClearCheckFault()
+		m.tr.SetBudget(0)
+		m.replaying = true
+		defer func() { m.replaying = false }()
+		m.updateEvents()
+		m.invalid = invalidAccess{}
+		until := uint64(returnAddr)
+		if m.mainAddr != 0 && !m.setsDone {
+			until = uint64(m.mainAddr)
+		}
+		err := m.start(m.cp.pc, until, timeout)
+		if m.hookErr != nil {
+			return m.hookErr
+		}
+		return err
 	}
-	err := m.start(m.cp.pc, until, timeout)
-	if m.hookErr != nil {
-		return 0, 0, m.hookErr
-	}
+	err := replay(0)
 	if !errors.Is(err, want) {
+		if err == nil && m.hookErr != nil {
+			err = m.hookErr
+		}
 		return 0, 0, fmt.Errorf("emu: replaying the last %d instructions to find the faulting PC did not repeat the fault (%v, want %v)", insns-m.cp.tr.Insns, err, want)
+	}
+	if inv := m.invalid; inv.valid && inv.exact != 0 && inv.exactPC != m.tr.LastPC() {
+		// The block ran on past the access (a write to read-only
+		// memory): replay again and stop before the instruction, so
+		// that the core is in its state (issue 23, item 14: a
+		// conditional store in a leaf was reported at the caller's
+		// return address, the leaf's frame lost).
+		if err := replay(inv.exact); err != nil && !errors.Is(err, want) {
+			return 0, 0, fmt.Errorf("emu: replaying to stop before the faulting instruction at %#08x: %w", inv.exactPC, err)
+		}
+		got, ok := m.tr.CheckFault()
+		if !ok || got.Kind != uc.CheckStopped || got.PC != inv.exactPC {
+			return 0, 0, fmt.Errorf("emu: the second replay did not stop before the faulting instruction at %#08x", inv.exactPC)
+		}
+		m.tr.ClearCheckFault()
+		m.invalid = inv
+		if err := m.eng.RegWrite(uc.RegPC, uint64(inv.exactPC)|1); err != nil {
+			return 0, 0, err
+		}
+		return inv.exactPC, inv.it, nil
 	}
 	pc, err := m.eng.RegRead(uc.RegPC)
 	if err != nil {
