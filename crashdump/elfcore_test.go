@@ -2,6 +2,7 @@ package crashdump
 
 import (
 	"bytes"
+	"debug/elf"
 	"os"
 	"path/filepath"
 	"strings"
@@ -206,10 +207,23 @@ func TestELFCoreOverlappingSegments(t *testing.T) {
 	if !bytes.Equal(ram.Data, src[:len(ram.Data)]) {
 		t.Error("the merged RAM differs from the source dump's")
 	}
-	// The stack segment starts at file offset 0x3c74 (readelf -l); its
-	// byte for 0x20002000 lies in the overlap.
+	// The stack segment's byte for 0x20002000 lies in the overlap (its
+	// file offset from the program headers, as readelf -l shows it).
+	ef, err := elf.NewFile(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stackOff := -1
+	for _, p := range ef.Progs {
+		if p.Type == elf.PT_LOAD && p.Vaddr == 0x200019d8 {
+			stackOff = int(p.Off)
+		}
+	}
+	if stackOff < 0 {
+		t.Fatal("no stack segment at 0x200019d8")
+	}
 	bad := append([]byte(nil), data...)
-	bad[0x3c74+0x20002000-0x200019d8] ^= 0xff
+	bad[stackOff+0x20002000-0x200019d8] ^= 0xff
 	_, err = Parse(bad, path, nil)
 	if err == nil || !strings.Contains(err.Error(), "holds other bytes there (first at 0x20002000)") {
 		t.Errorf("err %v, want the overlap with other bytes named", err)

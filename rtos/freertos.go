@@ -33,6 +33,9 @@ type frLayout struct {
 
 	top, stateItem, eventItem, prio, stack, name, end, base, mpu, notifyState int
 	nameLen                                                                   int
+	// notifyN is the length of the ucNotifyState array
+	// (configTASK_NOTIFICATION_ARRAY_ENTRIES).
+	notifyN int
 
 	listSize, listCount, listEnd                  uint32
 	itemValue, itemNext, itemOwner, itemContainer uint32
@@ -89,6 +92,10 @@ func typesLayout(ts *Types) (*frLayout, error) {
 	if m, ok := tcb.Member("pcTaskName"); ok {
 		l.nameLen = int(m.Size)
 	}
+	l.notifyN = 1
+	if m, ok := tcb.Member("ucNotifyState"); ok && m.Size > 1 && m.Size <= 64 {
+		l.notifyN = int(m.Size) // uint8_t ucNotifyState[configTASK_NOTIFICATION_ARRAY_ENTRIES]
+	}
 	must := map[string]int{"pxTopOfStack": l.top, "xStateListItem": l.stateItem, "xEventListItem": l.eventItem,
 		"uxPriority": l.prio, "pxStack": l.stack, "pcTaskName": l.name}
 	for n, v := range must {
@@ -129,7 +136,12 @@ type frReader struct {
 	l   *frLayout
 	k   *Kernel
 	ctx *ctxLayout
-	buf [64]byte
+	// notifyOK: l.notifyState can be read (from the debug types, or from
+	// the code and consistent with this dump); notifyWait: a task may be
+	// waiting on a notification at all.
+	notifyOK, notifyWait bool
+	notifyBad            addrSet // tasks whose notification state is not one
+	buf                  [64]byte
 }
 
 func (r *frReader) u32(addr uint32) (uint32, error) {
@@ -214,11 +226,17 @@ type frStatic struct {
 	// ctx is the saved-context layout read from the PendSV handler; when
 	// that failed, ctxAlts are the layouts the build attributes allow
 	// (the one most tasks fit is used) and ctx is nil.
-	ctx      *ctxLayout
-	ctxAlts  []*ctxLayout
-	ctxErr   error
-	lists    []namedList // in the order tasks are reported after the current one
-	warnings []string
+	ctx     *ctxLayout
+	ctxAlts []*ctxLayout
+	ctxErr  error
+	// notifyWait: the firmware has a task-notification wait function
+	// (without one no task can be waiting on a notification).
+	notifyWait bool
+	// notifyFromCode: the default layout's ucNotifyState was found in the
+	// code of those functions (scanNotify), to be checked on each dump.
+	notifyFromCode bool
+	lists          []namedList // in the order tasks are reported after the current one
+	warnings       []string
 }
 
 func freertosStatic(f *elfsym.File, curSym uint32) *frStatic {
@@ -226,9 +244,25 @@ func freertosStatic(f *elfsym.File, curSym uint32) *frStatic {
 		st := &frStatic{curSym: curSym}
 		ts := NewTypes(f.DWARF())
 		l, err := typesLayout(ts)
+		ns := scanNotify(f)
+		st.notifyWait = ns.present
 		if err != nil {
 			l = defaultLayout()
-			st.warnings = append(st.warnings, fmt.Sprintf("FreeRTOS task structures not usable from the debug information (%v): tasks read with FreeRTOS's default layout (mini list items, no MPU wrappers, 16-character names); names and priorities may be wrong for another configuration", err))
+			st.warnings = append(st.warnings, fmt.Sprintf("FreeRTOS task structures not usable from the debug information (%v): tasks read with FreeRTOS's default layout (no MPU wrappers, 16-character names; the list size from the kernel's list symbols); names and priorities may be wrong for another configuration", err))
+			// sizeof(List_t) is the size of the kernel's own list symbols:
+			// 20 bytes with mini list items, 28 with a full end item.
+			for _, n := range []string{"xDelayedTaskList1", "xPendingReadyList", "xSuspendedTaskList"} {
+				if a, ok := f.Symbol(n); ok {
+					if sr, ok := f.SymbolFor(a); ok && sr.Start == a && (sr.Size == 20 || sr.Size == 28) {
+						l.listSize = sr.Size
+						break
+					}
+				}
+			}
+			if ns.off >= 0 {
+				l.notifyState, l.notifyN = ns.off, ns.n
+				st.notifyFromCode = true
+			}
 		}
 		st.l = l
 		st.ctx, st.ctxErr = decodeSaveLayout(f)
@@ -269,7 +303,8 @@ func discoverFreeRTOS(in Input) (*Kernel, error) {
 	}
 	st := freertosStatic(in.ELF, curSym)
 	k := &Kernel{Kind: "freertos", Source: st.l.source, Warnings: append([]string(nil), st.warnings...)}
-	r := &frReader{in: in, l: st.l, k: k, ctx: st.ctx}
+	r := &frReader{in: in, l: st.l, k: k, ctx: st.ctx, notifyWait: st.notifyWait}
+	r.notifyOK = st.l.notifyState >= 0 && !st.notifyFromCode
 	lists := st.lists
 
 	cur, err := r.u32(curSym)
@@ -302,6 +337,9 @@ func discoverFreeRTOS(in Input) (*Kernel, error) {
 	if r.ctx == nil {
 		r.ctx = r.chooseLayout(st, tcbs, cur)
 	}
+	if st.notifyFromCode {
+		r.notifyOK = r.checkNotify(tcbs, cur)
+	}
 	sl := r.stateLists()
 	k.Threads = in.Threads[:0]
 	if cap(k.Threads) < len(tcbs) {
@@ -314,16 +352,21 @@ func discoverFreeRTOS(in Input) (*Kernel, error) {
 		}
 		k.Threads = append(k.Threads, th)
 	}
+	k.Switch = r.switchContext(st, cur)
 	if n, ok := in.ELF.Symbol("uxCurrentNumberOfTasks"); ok {
 		if v, err := r.u32(n); err == nil {
-			alive := 0
+			alive, deleted := 0, 0
 			for _, t := range k.Threads {
 				if t.State != Deleted {
 					alive++
+				} else {
+					deleted++
 				}
 			}
-			if int(v) != alive {
-				k.Warnings = append(k.Warnings, fmt.Sprintf("uxCurrentNumberOfTasks is %d but %d live tasks were found", v, alive))
+			// A task that deleted itself still counts until the idle task
+			// frees it (FreeRTOS decrements the count then).
+			if int(v) != alive && int(v) != alive+deleted {
+				k.Warnings = append(k.Warnings, fmt.Sprintf("uxCurrentNumberOfTasks is %d but %d live tasks were found (%d more awaiting deletion)", v, alive, deleted))
 			}
 		}
 	}
@@ -385,10 +428,22 @@ func (r *frReader) task(tcb uint32, current bool, sl stateLists) Thread {
 	stateC, _ := r.u32(tcb + uint32(l.stateItem) + l.itemContainer)
 	eventC, _ := r.u32(tcb + uint32(l.eventItem) + l.itemContainer)
 	wake, _ := r.u32(tcb + uint32(l.stateItem) + l.itemValue)
+	misfit := false
+	if l.source == "default layout" && !current {
+		// The kernel sets both list items' owner to their task: a guessed
+		// layout that does not find them there reads no state.
+		so, _ := r.u32(tcb + uint32(l.stateItem) + l.itemOwner)
+		eo, _ := r.u32(tcb + uint32(l.eventItem) + l.itemOwner)
+		if so != tcb || eo != tcb {
+			misfit = true
+			t.Diagnosis = append(t.Diagnosis, fmt.Sprintf("the default layout does not fit this task control block (its list items' owners are 0x%08x and 0x%08x, not the task): state not given", so, eo))
+		}
+	}
 	delayed := stateC != 0 && (stateC == sl.delayed || stateC == sl.overflow)
 	switch {
 	case current:
 		t.State = Running
+	case misfit:
 	case eventC != 0 && eventC == sl.pending:
 		t.State = Ready
 		t.WaitingOn = "woken, pending ready (scheduler suspended)"
@@ -396,14 +451,30 @@ func (r *frReader) task(tcb uint32, current bool, sl stateLists) Thread {
 		t.State = Blocked
 	case stateC != 0 && stateC == sl.suspended:
 		t.State = Suspended
-		if eventC != 0 {
+		switch {
+		case eventC != 0:
 			t.State = Blocked
-		} else if l.notifyState >= 0 {
-			b := r.scratch(1)
-			if r.in.Mem.Read(tcb+uint32(l.notifyState), b) == nil && b[0] == 1 {
-				t.State = Blocked
-				t.WaitingOn = "task notification"
+		case r.notifyOK && r.notifyBad.has(tcb):
+			t.State = Unknown
+			t.Diagnosis = append(t.Diagnosis, "suspended, or blocked on a task notification: its notification state bytes are not notification states (the task control block looks corrupted), so the state is not guessed")
+		case r.notifyOK:
+			// eTaskGetState: waiting on any notification index is blocked.
+			b := r.scratch(l.notifyN)
+			if r.in.Mem.Read(tcb+uint32(l.notifyState), b) == nil {
+				for i, v := range b {
+					if v == 1 {
+						t.State = Blocked
+						t.WaitingOn = "task notification"
+						if l.notifyN > 1 {
+							t.WaitingOn += " (index " + strconv.Itoa(i) + ")"
+						}
+						break
+					}
+				}
 			}
+		case r.notifyWait:
+			t.State = Unknown
+			t.Diagnosis = append(t.Diagnosis, "suspended, or blocked on a task notification without timeout: where the task control block keeps the notification state is not known (no debug information, and the notification functions' code did not tell), so the state is not guessed")
 		}
 	case stateC == 0 || stateC == sl.terminating:
 		t.State = Deleted
@@ -632,6 +703,9 @@ func (r *frReader) diagnose(t *Thread) {
 	switch {
 	case s.SP < s.Start && s.Start-s.SP <= maxStackScan:
 		s.Overflow = true
+		// Fill bytes left at the bottom were skipped over, not unused:
+		// the stack went past them (one story with UsedBytes).
+		s.HighWaterBytes = 0
 		t.Diagnosis = append(t.Diagnosis, fmt.Sprintf("stack overflowed: saved SP 0x%08x is %d bytes below the stack's start 0x%08x", s.SP, s.Start-s.SP, s.Start))
 	case s.SP < s.Start || (s.End != 0 && s.SP > s.End):
 		t.Diagnosis = append(t.Diagnosis, fmt.Sprintf("SP 0x%08x is outside its stack [0x%08x, 0x%08x)", s.SP, s.Start, s.End))
@@ -639,4 +713,79 @@ func (r *frReader) diagnose(t *Thread) {
 		s.Overflow = true
 		t.Diagnosis = append(t.Diagnosis, "stack fully used: no untouched 0xa5 fill is left at its bottom, it probably overflowed")
 	}
+}
+
+// switchContext returns the running task's context as the PendSV handler
+// saved it, for a crash inside the handler's call of vTaskSwitchContext:
+// only with a layout decoded from the handler (whose main-stack use is
+// known), a context that fits it, and a hardware frame at the PSP the
+// dump holds (when it holds one; otherwise the context is an older one).
+func (r *frReader) switchContext(st *frStatic, cur uint32) *SwitchContext {
+	l := st.ctx
+	if l == nil || !l.mspKnown || cur == 0 {
+		return nil
+	}
+	top, err := r.u32(cur + uint32(r.l.top))
+	if err != nil {
+		return nil
+	}
+	c, err := readContext(r.in.Mem, r.in.ELF, l, top)
+	if err != nil || c.bad != "" {
+		return nil
+	}
+	if psp, ok := r.in.Regs.Get(unwinders.PSP); ok && psp != c.psp {
+		return nil
+	}
+	sc := &SwitchContext{Handler: l.source, Return: l.switchRet, MSPPushed: l.mspPushed, ExcReturn: c.exc, Top: top}
+	for reg := unwinders.R4; reg <= unwinders.R11; reg++ {
+		if v, ok := c.regs.Get(reg); ok {
+			sc.Regs.Set(reg, v)
+		}
+	}
+	for i := 16; i < 32; i++ {
+		if v, ok := c.regs.Get(unwinders.S(i)); ok {
+			sc.Regs.Set(unwinders.S(i), v)
+		}
+	}
+	if v, ok := c.regs.Get(unwinders.CONTROL); ok {
+		sc.Regs.Set(unwinders.CONTROL, v)
+	}
+	sc.Regs.Set(unwinders.PSP, c.psp)
+	return sc
+}
+
+// checkNotify confirms on this dump the notification state offset found
+// in the code: a task's states must be 0, 1 or 2 (not waiting, waiting,
+// received), and none may be waiting while it is running, ready or waits
+// on an event list. A task that breaks this (a corrupted task control
+// block) gets no state that depends on it; when more than a quarter of
+// the tasks break it, the offset is taken as wrong for every task.
+func (r *frReader) checkNotify(tcbs []uint32, cur uint32) bool {
+	l := r.l
+	ready := r.stateLists().ready
+	var bad []uint32
+	for _, t := range tcbs {
+		b := r.scratch(l.notifyN)
+		if r.in.Mem.Read(t+uint32(l.notifyState), b) != nil {
+			bad = append(bad, t)
+			continue
+		}
+		stateC, _ := r.u32(t + uint32(l.stateItem) + l.itemContainer)
+		eventC, _ := r.u32(t + uint32(l.eventItem) + l.itemContainer)
+		busy := t == cur || eventC != 0 || (stateC >= ready[0] && stateC < ready[1])
+		for _, v := range b {
+			if v > 2 || (v == 1 && busy) {
+				bad = append(bad, t)
+				break
+			}
+		}
+	}
+	if 4*len(bad) > len(tcbs) {
+		r.warnf("the notification state found in the code (offset %d, %d entries) does not hold in this dump (%d of %d tasks): task states that depend on it are not given", l.notifyState, l.notifyN, len(bad), len(tcbs))
+		return false
+	}
+	for _, t := range bad {
+		r.notifyBad.add(t)
+	}
+	return true
 }

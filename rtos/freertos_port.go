@@ -57,6 +57,13 @@ type ctxLayout struct {
 	pspKnown     bool
 	// hasFP: the handler saves s16-s31 when EXC_RETURN bit 4 is clear.
 	hasFP bool
+	// switchRet is the return address of the handler's call of
+	// vTaskSwitchContext, mspPushed what it pushed on the main stack
+	// before it (valid when mspKnown): a walk inside the call continues
+	// into the interrupted task from its saved context.
+	switchRet uint32
+	mspPushed uint32
+	mspKnown  bool
 }
 
 func (l *ctxLayout) excSlot() (ctxSlot, bool) {
@@ -166,7 +173,8 @@ func symbolicSave(code unwinders.Memory, f *elfsym.File, entry, curSym, switchFn
 	topSet := false
 	fpTest := false // the flags hold "EXC_RETURN bit 4" (tst lr, #0x10)
 	fpSeen := false
-	var sbad uint32 // FP registers overwritten
+	var sbad uint32  // FP registers overwritten
+	mspLost := false // SP moved other than by push and pop
 	pc := entry
 	var it thumb.ITState
 	for steps := 0; steps < maxPendSVInsts; steps++ {
@@ -205,6 +213,9 @@ func symbolicSave(code unwinders.Memory, f *elfsym.File, entry, curSym, switchFn
 				r[reg] = v
 			}
 		}
+		if in.WritesSP() && in.Op != thumb.OpPUSH && in.Op != thumb.OpPOP {
+			mspLost = true
+		}
 		store := func(addr absVal, v absVal) {
 			stores = append(stores, absStore{base: addr.k, n: addr.n, s: addr.s, val: v, inNF: !fpOnly, inFP: true})
 		}
@@ -215,7 +226,11 @@ func symbolicSave(code unwinders.Memory, f *elfsym.File, entry, curSym, switchFn
 				if !topSet {
 					return nil, errors.New("vTaskSwitchContext is called before the top of the saved context is written to the task control block")
 				}
-				return buildLayout(stores, top, fpSeen)
+				l, err := buildLayout(stores, top, fpSeen)
+				if l != nil {
+					l.switchRet, l.mspPushed, l.mspKnown = next, uint32(4*len(stack)), !mspLost
+				}
+				return l, err
 			}
 			// Another call (the TrustZone port saves the secure context
 			// first): the caller-saved registers are lost.

@@ -68,8 +68,10 @@ func fixtureBuilds(t testing.TB) []string {
 	if len(out) == 0 {
 		t.Fatal("no oracle fixtures")
 	}
-	if _, err := os.Stat("../firmware-samples/rtos-freertos/build/gcc-m3-O2-strip.elf"); err == nil {
-		out = append(out, "gcc-m3-O2-strip")
+	for _, b := range []string{"gcc-m3-O2-strip", "gcc-m3-O2-cfg-strip"} {
+		if _, err := os.Stat("../firmware-samples/rtos-freertos/build/" + b + ".elf"); err == nil {
+			out = append(out, b)
+		}
 	}
 	return out
 }
@@ -310,6 +312,130 @@ func TestFreeRTOSLayoutFallback(t *testing.T) {
 		}
 		if len(k.Warnings) != 1 || !strings.Contains(k.Warnings[0], "not read from the firmware's PendSV handler") || !strings.Contains(k.Warnings[0], "12 of 12 switched-out tasks fit") {
 			t.Errorf("%s: warnings %q", c.build, k.Warnings)
+		}
+	}
+}
+
+// A task whose saved SP is below its stack's start has one usage figure
+// that counts the overflow: no fill bytes "never used" (the stack went
+// past them) and more bytes used than the stack holds (issue: "92% used"
+// beside "saved SP 232 bytes below the stack's start").
+func TestFreeRTOSOverflowUsage(t *testing.T) {
+	for _, build := range []string{"gcc-m3-O2", "clang-m4f-O2", "gcc-m0-O2"} {
+		in, _ := loadFixture(t, build)
+		k, err := Discover(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := false
+		for _, th := range k.Threads {
+			s := th.Stack
+			if th.Name != "deep" {
+				if s.Overflow {
+					t.Errorf("%s: %s overflowed", build, th.Name)
+				}
+				if u := s.UsedBytes(); u < 0 || u > int(s.End-s.Start) {
+					t.Errorf("%s: %s uses %d of %d bytes", build, th.Name, u, s.End-s.Start)
+				}
+				continue
+			}
+			seen = true
+			if !s.Overflow || s.SP >= s.Start {
+				t.Fatalf("%s: deep: overflow %v, SP 0x%08x, start 0x%08x", build, s.Overflow, s.SP, s.Start)
+			}
+			if s.HighWaterBytes != 0 {
+				t.Errorf("%s: deep: %d bytes never used below an SP %d bytes under the start", build, s.HighWaterBytes, s.Start-s.SP)
+			}
+			if u := s.UsedBytes(); u != int(s.End-s.SP) || u <= int(s.End-s.Start) {
+				t.Errorf("%s: deep: %d bytes used, want %d (past the %d-byte stack)", build, u, s.End-s.SP, s.End-s.Start)
+			}
+		}
+		if !seen {
+			t.Errorf("%s: no deep task", build)
+		}
+	}
+}
+
+// Without debug types, where the task control block keeps the
+// notification state is read from the notification wait function's code:
+// on every build that has one it is where the debug types say (the cfg
+// build: 3 entries at another offset, its monitor task waits on the last).
+func TestFreeRTOSNotifyScan(t *testing.T) {
+	m, _ := filepath.Glob("../firmware-samples/rtos-freertos/build/*.elf")
+	found := 0
+	for _, p := range m {
+		if strings.HasSuffix(p, "-strip.elf") {
+			continue
+		}
+		f, err := elfsym.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns := scanNotify(f)
+		l, err := typesLayout(NewTypes(f.DWARF()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, has := f.Symbol("ulTaskGenericNotifyTake")
+		if ns.present != has {
+			t.Errorf("%s: present %v, the symbol %v", p, ns.present, has)
+		}
+		if !has {
+			continue
+		}
+		found++
+		if ns.off != l.notifyState || ns.n != l.notifyN {
+			t.Errorf("%s: the code says ucNotifyState[%d] at %d, the debug types [%d] at %d", p, ns.n, ns.off, l.notifyN, l.notifyState)
+		}
+	}
+	if found == 0 {
+		t.Error("no build waits on a notification")
+	}
+}
+
+// Without debug types, a state is given only when the kernel's own
+// invariants confirm the layout it is read with: a task control block
+// whose list items do not name it as their owner (here: the MPU build,
+// whose TCB starts with MPU settings, read with the default layout) gets
+// no state, and a task on the suspended list that may be waiting on a
+// notification gets none when the notification state cannot be located.
+func TestFreeRTOSStrippedStatesNotGuessed(t *testing.T) {
+	in, want := loadFixture(t, "gcc-m4f-O2-mpu")
+	k := &Kernel{}
+	r := &frReader{in: in, l: defaultLayout(), k: k, ctx: freertosStatic(in.ELF, 0).ctx}
+	sl := r.stateLists()
+	for _, w := range want {
+		id, _ := strconv.ParseUint(strings.TrimPrefix(w.ID, "0x"), 16, 32)
+		th := r.task(uint32(id), w.Current, sl)
+		switch {
+		case w.Current && th.State != Running:
+			t.Errorf("%s: %s, want running", w.Name, th.State)
+		case !w.Current && th.State != Unknown:
+			t.Errorf("%s: state %s read with a layout that does not fit", w.Name, th.State)
+		case !w.Current && !strings.Contains(strings.Join(th.Diagnosis, "; "), "does not fit"):
+			t.Errorf("%s: diagnosis %q", w.Name, th.Diagnosis)
+		}
+	}
+
+	in, want = loadFixture(t, "gcc-m3-O2-cfg-strip")
+	st := freertosStatic(in.ELF, 0)
+	if !st.notifyWait || !st.notifyFromCode || st.l.notifyState != 88 || st.l.notifyN != 3 {
+		t.Fatalf("notify wait %v, from code %v, at %d [%d]", st.notifyWait, st.notifyFromCode, st.l.notifyState, st.l.notifyN)
+	}
+	r = &frReader{in: in, l: st.l, k: &Kernel{}, ctx: st.ctx, notifyWait: true} // the offset not confirmed
+	sl = r.stateLists()
+	for _, w := range want {
+		if w.Name != "monitor" {
+			continue
+		}
+		id, _ := strconv.ParseUint(strings.TrimPrefix(w.ID, "0x"), 16, 32)
+		th := r.task(uint32(id), false, sl)
+		if th.State != Unknown || !strings.Contains(strings.Join(th.Diagnosis, "; "), "blocked on a task notification") {
+			t.Errorf("monitor: %s %q, want unknown and why", th.State, th.Diagnosis)
+		}
+		r.notifyOK = true
+		if th := r.task(uint32(id), false, sl); th.State != Blocked || th.WaitingOn != "task notification (index 2)" {
+			t.Errorf("monitor with the offset confirmed: %s %q", th.State, th.WaitingOn)
 		}
 	}
 }

@@ -44,6 +44,29 @@ type Stack struct {
 	Overflow       bool
 }
 
+// UsedBytes is how much of the stack the thread used, the one figure every
+// report shows: from the stack's end down to the lower of the deepest byte
+// no longer holding the fill pattern and the saved SP, so a saved SP below
+// the start counts the overflow (more than the stack's size). -1 when the
+// bounds or both measures are unknown.
+func (s Stack) UsedBytes() int {
+	if s.Start == 0 || s.End <= s.Start {
+		return -1
+	}
+	used := -1
+	if s.HighWaterBytes >= 0 {
+		used = max(int(s.End-s.Start)-s.HighWaterBytes, 0)
+	}
+	if s.SP != 0 && s.SP < s.End && s.End-s.SP <= maxUsedSpan {
+		used = max(used, int(s.End-s.SP))
+	}
+	return used
+}
+
+// maxUsedSpan bounds the distance from a stack's end to an SP below it
+// that still counts as that stack's use (a wild SP is not a usage figure).
+const maxUsedSpan = 1 << 20
+
 // PriorityUnknown is Thread.Priority and BasePriority when the kernel's
 // data does not say. It is not -1: Zephyr's cooperative threads have
 // negative priorities (-1 is the lowest of them).
@@ -71,6 +94,25 @@ type Kernel struct {
 	Source   string   // "debug types" | "default layout" | "thread info offsets"
 	Threads  []Thread // the crashing/current one first
 	Warnings []string
+	// Switch, when not nil, is the running task's context as the kernel's
+	// context-switch handler saved it: a walk that reaches the handler's
+	// call into the scheduler continues there.
+	Switch *SwitchContext
+}
+
+// SwitchContext lets the crash's walk continue out of the kernel's
+// context-switch handler (FreeRTOS's PendSV handler) when the crash
+// happened inside its call into the scheduler (a stack-overflow hook
+// called from vTaskSwitchContext): the handler saved the interrupted
+// task's registers before the call, and its EXC_RETURN may be in that
+// context rather than in LR or on the main stack.
+type SwitchContext struct {
+	Handler   string              // the handler's symbol and address
+	Return    uint32              // the return address of its call into the scheduler
+	MSPPushed uint32              // bytes the handler pushed on the main stack before the call
+	ExcReturn uint32              // the interrupted task's EXC_RETURN
+	Regs      unwinders.Registers // r4-r11 (and s16-s31, CONTROL) as saved; PSP: its hardware frame
+	Top       uint32              // where the context was saved (pxTopOfStack)
 }
 
 // Input is what discovery reads.

@@ -192,9 +192,8 @@ func buildPage(r *Report, d *crashdump.Dump, opt HTMLOptions) *htmlPage {
 	v.RTOS = r.RTOS
 	for _, t := range r.Threads {
 		ht := htmlThread{ThreadJSON: t, Prio: prioText(t), Usage: stackUse(t.Raw.Stack), Over: t.Raw.Stack.Overflow}
-		if st := t.Raw.Stack; st.End > st.Start && st.HighWaterBytes >= 0 {
-			size := int(st.End - st.Start)
-			ht.Pct = min(100, max(0, (size-st.HighWaterBytes)*100/size))
+		if st := t.Raw.Stack; st.UsedBytes() >= 0 {
+			ht.Pct = min(100, st.UsedBytes()*100/int(st.End-st.Start))
 		}
 		for _, f := range t.Frames {
 			hf := htmlFrame{FrameJSON: f, Name: frameName(f), Loc: fileLine(f), How: f.Method + " · " + f.Confidence}

@@ -255,13 +255,14 @@ func prioText(t ThreadJSON) string {
 	return fmt.Sprint(*t.Priority)
 }
 
-// stackUse renders "used/size bytes (pct%)" from the high-water mark.
+// stackUse renders "used/size bytes (pct%)" from rtos.Stack.UsedBytes: an
+// overflow counts past the size (over 100%).
 func stackUse(s rtos.Stack) string {
-	if s.Start == 0 || s.End <= s.Start || s.HighWaterBytes < 0 {
+	used := s.UsedBytes()
+	if used < 0 {
 		return "?"
 	}
 	size := int(s.End - s.Start)
-	used := max(size-s.HighWaterBytes, 0)
 	out := fmt.Sprintf("%d/%d (%d%%)", used, size, used*100/size)
 	if s.Overflow {
 		out += " OVERFLOW"

@@ -103,18 +103,51 @@ func (u taskExitStop) Step(t *unwinders.Target, frames []unwinders.Frame) (unwin
 	return c, err
 }
 
+// switchStep wraps an unwinder for a kernel whose context-switch handler
+// saved the running task's context before calling into the scheduler
+// (rtos.SwitchContext): the caller of the handler's frame at the return
+// address of that call is the exception return into the task, with the
+// registers the handler saved, instead of whatever the strategies find on
+// the main stack (the handler has no unwind information and may keep its
+// EXC_RETURN only in the saved context).
+type switchStep struct {
+	inner unwinders.Unwinder
+	sw    *rtos.SwitchContext
+}
+
+func (u switchStep) Name() string { return u.inner.Name() }
+
+func (u switchStep) Step(t *unwinders.Target, frames []unwinders.Frame) (unwinders.Frame, error) {
+	cur := &frames[len(frames)-1]
+	if cur.Kind == unwinders.KindNormal && cur.ReturnAddress && cur.PC == u.sw.Return&^1 {
+		c := unwinders.Frame{
+			PC: u.sw.ExcReturn, SP: cur.SP + u.sw.MSPPushed, Regs: u.sw.Regs,
+			Kind: unwinders.KindNormal, Method: "rtos", Confidence: unwinders.ConfidenceHigh,
+			Note: fmt.Sprintf("%s saved the task's context at 0x%08x before this call", u.sw.Handler, u.sw.Top),
+		}
+		return c, nil
+	}
+	return u.inner.Step(t, frames)
+}
+
 // threadChain is chain as the walks of kernel k's threads use it.
 func threadChain(elf *elfsym.File, k *rtos.Kernel, chain []unwinders.Unwinder) []unwinders.Unwinder {
 	if k == nil || k.Kind != "freertos" {
 		return chain
 	}
 	exit, ok := elf.Symbol("prvTaskExitError")
-	if !ok {
+	if !ok && k.Switch == nil {
 		return chain
 	}
 	out := make([]unwinders.Unwinder, len(chain))
 	for i, u := range chain {
-		out[i] = taskExitStop{inner: u, exit: exit}
+		if ok {
+			u = taskExitStop{inner: u, exit: exit}
+		}
+		if k.Switch != nil {
+			u = switchStep{inner: u, sw: k.Switch}
+		}
+		out[i] = u
 	}
 	return out
 }

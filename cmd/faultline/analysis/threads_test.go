@@ -17,15 +17,21 @@ const rtosFixtures = "../../../fixtures/rtos/freertos"
 
 type oracleTasks struct {
 	Tasks []struct {
-		Name     string `json:"name"`
-		State    string `json:"state"`
-		Priority int    `json:"priority"`
-		Current  bool   `json:"current"`
-		Frames   []struct {
-			Function string `json:"function"`
-			Kind     string `json:"kind"`
-		} `json:"frames"`
+		Name     string        `json:"name"`
+		State    string        `json:"state"`
+		Priority int           `json:"priority"`
+		Current  bool          `json:"current"`
+		Frames   []oracleFrame `json:"frames"`
+		// HandlerFrames: for a crash inside the context-switch handler
+		// (the hook builds), GDB's frames from the crash up to
+		// PendSV_Handler, before the task's own.
+		HandlerFrames []oracleFrame `json:"handler_frames"`
 	} `json:"tasks"`
+}
+
+type oracleFrame struct {
+	Function string `json:"function"`
+	Kind     string `json:"kind"`
 }
 
 // taskScore is one build's per-task result against GDB.
@@ -84,7 +90,7 @@ func scoreRTOSFixture(t *testing.T, build string) taskScore {
 		}
 		s.found++
 		var truth []string
-		for _, f := range w.Frames {
+		for _, f := range append(w.HandlerFrames, w.Frames...) {
 			switch f.Kind {
 			case "tailcall":
 				s.tail++

@@ -27,11 +27,17 @@ type gdbTasks struct {
 }
 
 type gdbTask struct {
-	Name   string `json:"name"`
-	Frames []struct {
-		Function string `json:"function"`
-		Kind     string `json:"kind"`
-	} `json:"frames"`
+	Name   string            `json:"name"`
+	Frames []oracleTaskFrame `json:"frames"`
+	// HandlerFrames: a crash inside PendSV (the FreeRTOS-like hook
+	// builds): GDB's frames from the crash to PendSV_Handler, before the
+	// task's own.
+	HandlerFrames []oracleTaskFrame `json:"handler_frames"`
+}
+
+type oracleTaskFrame struct {
+	Function string `json:"function"`
+	Kind     string `json:"kind"`
 }
 
 // rtosBuild is one RTOS test kernel build with its QEMU+GDB fixture.
@@ -130,7 +136,7 @@ func TestRTOSThreadAccuracyTwoTruths(t *testing.T) {
 				continue
 			}
 			var want []string
-			for _, f := range task.Frames {
+			for _, f := range append(task.HandlerFrames, task.Frames...) {
 				if f.Kind != "tailcall" && f.Kind != "exception" {
 					want = append(want, f.Function)
 				}

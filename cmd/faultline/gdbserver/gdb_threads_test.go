@@ -35,6 +35,12 @@ type oracleThread struct {
 	Frames  []struct {
 		Function string `json:"function"`
 	} `json:"frames"`
+	// HandlerFrames: a crash inside PendSV (the FreeRTOS-like hook
+	// builds): GDB's frames from the crash to PendSV_Handler, where GDB
+	// stops (it cannot unstack onto the PSP), in QEMU as through the server.
+	HandlerFrames []struct {
+		Function string `json:"function"`
+	} `json:"handler_frames"`
 }
 
 // rtosCase is one RTOS dump served to GDB.
@@ -232,6 +238,12 @@ func checkThreads(t *testing.T, c rtosCase) (int, error) {
 		var want []string
 		for _, f := range ot.Frames {
 			want = append(want, f.Function)
+		}
+		if ot.Current && len(ot.HandlerFrames) > 0 {
+			want = want[:0]
+			for _, f := range ot.HandlerFrames {
+				want = append(want, f.Function)
+			}
 		}
 		if fix, ok := oracleFixes[c.name+"/"+ot.Name]; ok {
 			t.Logf("%s thread %q: the oracle says %q; checked against the source's call chain %q instead", c.name, ot.Name, want, fix)

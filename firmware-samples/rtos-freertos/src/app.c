@@ -15,7 +15,8 @@
  *   rx       blocked    prio 4  waiting on "rxq" with a timeout
  *   oneshot  deleted    prio 4  deleted itself (on xTasksWaitingTermination)
  *   dsp      blocked    prio 2  vTaskDelay-style delay 3 calls deep (FP live on FPU builds)
- *   monitor  suspended  prio 2  suspended itself
+ *   monitor  suspended  prio 2  suspended itself (the cfg variant: blocked
+ *                               on a task notification without timeout)
  *   deep     blocked    prio 2  overflowed its stack by recursion, then delayed
  *   tx       blocked    prio 2  waiting forever to send to the full "txq"
  *   IDLE     ready      prio 0
@@ -221,7 +222,14 @@ static void oneshot_task(void *arg)
 
 static NOINLINE void monitor_park(void)
 {
+#if RTK_NOTIFY_WAIT
+	/* Blocked on a task notification (the last index), no timeout: on
+	 * xSuspendedTaskList, told apart only by its notify state. */
+	if (ulTaskGenericNotifyTake(RTK_NOTIFY_N - 1, 1, portMAX_DELAY) == 0)
+		rtk_suspend_self(); /* never: it keeps the function, as elsewhere */
+#else
 	rtk_suspend_self();
+#endif
 }
 
 static NOINLINE void monitor_check(void)
@@ -313,6 +321,18 @@ static NOINLINE void net_store(uint32_t v)
 {
 	*(volatile uint32_t *)BAD_ADDR = v; /* BusFault -> HardFault */
 }
+
+#if RTK_HOOK
+/* The hook variant crashes here, inside PendSV: vTaskSwitchContext found
+ * the deep task's stack bottom overwritten when it was switched out. */
+void vApplicationStackOverflowHook(TaskHandle_t task, char *name)
+{
+	(void)task;
+	(void)name;
+	record_states();
+	net_store(0x0f);
+}
+#endif
 
 static NOINLINE void net_parse(uint32_t v)
 {

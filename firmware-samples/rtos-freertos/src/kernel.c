@@ -168,6 +168,18 @@ void vTaskSwitchContext(void)
 		return;
 	}
 	xYieldPending = 0;
+#if RTK_HOOK
+	{
+		/* The outgoing task's saved context must be above its stack's
+		 * start and its lowest 16 stack bytes must still hold the
+		 * creation fill. */
+		const volatile uint32_t *bottom = pxCurrentTCB->pxStack;
+		if (pxCurrentTCB->pxTopOfStack <= pxCurrentTCB->pxStack ||
+		    (bottom[0] & bottom[1] & bottom[2] & bottom[3]) != 0xa5a5a5a5u ||
+		    (bottom[0] | bottom[1] | bottom[2] | bottom[3]) != 0xa5a5a5a5u)
+			vApplicationStackOverflowHook(pxCurrentTCB, pxCurrentTCB->pcTaskName);
+	}
+#endif
 	for (int p = configMAX_PRIORITIES - 1; p >= 0; p--) {
 		ListItem_t *h = list_head(&pxReadyTasksLists[p]);
 		if (h) {
@@ -237,6 +249,26 @@ void rtk_delete_self(void)
 		__asm volatile("" ::: "memory");
 }
 
+#if RTK_NOTIFY_WAIT
+uint32_t ulTaskGenericNotifyTake(UBaseType_t index, BaseType_t clear, TickType_t wait)
+{
+	rtk_enter_critical();
+	TCB_t *t = pxCurrentTCB;
+	if (t->ulNotifiedValue[index] == 0 && wait != 0) {
+		t->ucNotifyState[index] = 1;
+		block_current(wait);
+	}
+	rtk_exit_critical();
+	rtk_enter_critical();
+	uint32_t v = t->ulNotifiedValue[index];
+	if (v != 0)
+		t->ulNotifiedValue[index] = clear ? 0 : v - 1;
+	t->ucNotifyState[index] = 0;
+	rtk_exit_critical();
+	return v;
+}
+#endif
+
 void rtk_suspend_all(void)
 {
 	uxSchedulerSuspended++;
@@ -253,8 +285,14 @@ eTaskState rtk_task_state(TCB_t *t)
 		return eReady;
 	if (state == pxDelayedTaskList || state == pxOverflowDelayedTaskList)
 		return eBlocked;
-	if (state == &xSuspendedTaskList)
-		return event == NULL ? eSuspended : eBlocked;
+	if (state == &xSuspendedTaskList) {
+		if (event != NULL)
+			return eBlocked;
+		for (int i = 0; i < RTK_NOTIFY_N; i++)
+			if (t->ucNotifyState[i] == 1)
+				return eBlocked; /* waiting on a notification without timeout */
+		return eSuspended;
+	}
 	if (state == &xTasksWaitingTermination || state == NULL)
 		return eDeleted;
 	return eReady;

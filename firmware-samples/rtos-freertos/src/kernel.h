@@ -19,6 +19,14 @@
  *   RTK_TRACE       1: TCB and queue carry trace numbers (configUSE_TRACE_FACILITY)
  *   RTK_MPU         1: TCB starts with an MPU settings block (portUSING_MPU_WRAPPERS)
  *   RTK_END         1: TCB records pxEndOfStack (configRECORD_STACK_HIGH_ADDRESS)
+ *   RTK_NAME_LEN    configMAX_TASK_NAME_LEN (16 by default)
+ *   RTK_NOTIFY_N    configTASK_NOTIFICATION_ARRAY_ENTRIES (1 by default)
+ *   RTK_NOTIFY_WAIT 1: the monitor task waits forever on a task
+ *                   notification (ulTaskGenericNotifyTake) instead of
+ *                   suspending itself
+ *   RTK_HOOK        1: vTaskSwitchContext checks the outgoing task's saved SP and stack
+ *                   bottom (configCHECK_FOR_STACK_OVERFLOW 2) and calls
+ *                   vApplicationStackOverflowHook, inside PendSV
  */
 #ifndef RTK_KERNEL_H
 #define RTK_KERNEL_H
@@ -42,7 +50,16 @@
 #define NOINLINE __attribute__((noinline))
 
 #define configMAX_PRIORITIES 7
-#define configMAX_TASK_NAME_LEN 16
+#ifndef RTK_NAME_LEN
+#define RTK_NAME_LEN 16
+#endif
+#ifndef RTK_NOTIFY_N
+#define RTK_NOTIFY_N 1
+#endif
+#ifndef RTK_NOTIFY_WAIT
+#define RTK_NOTIFY_WAIT 0
+#endif
+#define configMAX_TASK_NAME_LEN RTK_NAME_LEN
 #define configQUEUE_REGISTRY_SIZE 8
 #define portMAX_DELAY 0xffffffffu
 #define STACK_FILL_BYTE 0xa5
@@ -109,8 +126,8 @@ typedef struct tskTaskControlBlock {
 #endif
 	UBaseType_t uxBasePriority;
 	UBaseType_t uxMutexesHeld;
-	volatile uint32_t ulNotifiedValue[1];
-	volatile uint8_t ucNotifyState[1];
+	volatile uint32_t ulNotifiedValue[RTK_NOTIFY_N];
+	volatile uint8_t ucNotifyState[RTK_NOTIFY_N];
 	uint8_t ucStaticallyAllocated;
 } tskTCB;
 typedef tskTCB TCB_t;
@@ -176,6 +193,15 @@ void rtk_delete_self(void);
 void rtk_yield(void);
 void rtk_suspend_all(void);
 eTaskState rtk_task_state(TCB_t *t);
+/* Task notifications (index 0 .. RTK_NOTIFY_N-1): the notify state is 0
+ * not waiting, 1 waiting, 2 received, as FreeRTOS's ucNotifyState. */
+uint32_t ulTaskGenericNotifyTake(UBaseType_t index, BaseType_t clear, TickType_t wait);
+#ifndef RTK_HOOK
+#define RTK_HOOK 0
+#endif
+#if RTK_HOOK
+void vApplicationStackOverflowHook(TaskHandle_t task, char *name);
+#endif
 void rtk_tick(void); /* the SysTick handler's work */
 void vTaskSwitchContext(void);
 void prvTaskExitError(void);
