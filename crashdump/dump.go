@@ -82,8 +82,30 @@ type Dump struct {
 	// Zephyr dump did not collect, bytes after a Memfault dump's end.
 	// The native format does not store them.
 	Warnings []string
+	// Capture says how `faultline capture` took the dump from a live
+	// target (written to the native manifest's "capture" object; readers
+	// ignore it). Nil for other dumps.
+	Capture *CaptureInfo
 
 	unmap []func() error // Close: the mapped region files
+}
+
+// CaptureInfo is the native manifest's "capture" object: where and when
+// `faultline capture` read the dump, and what it could not read.
+type CaptureInfo struct {
+	Remote   string        `json:"remote"`             // --remote as given
+	Server   string        `json:"server,omitempty"`   // the server's identity, as far as it says
+	Time     string        `json:"time"`               // RFC 3339, UTC
+	Stop     string        `json:"stop,omitempty"`     // the stop reply the registers were read at
+	Holes    []CaptureHole `json:"holes,omitempty"`    // memory the server would not read
+	Warnings []string      `json:"warnings,omitempty"` // what the capture noticed
+}
+
+// CaptureHole is memory a capture asked for and the server refused.
+type CaptureHole struct {
+	Address string `json:"address"`
+	Size    int    `json:"size"`
+	Reply   string `json:"reply"`
 }
 
 // Truth is the ground-truth call stack of an emulated crash (the emulator's

@@ -185,6 +185,7 @@ type (
 		Lockup    *lockupJSON  `json:"lockup,omitempty"`
 		Memory    []memoryJSON `json:"memory"`
 		Truth     *truthJSON   `json:"truth,omitempty"`
+		Capture   *CaptureInfo `json:"capture,omitempty"`
 	}
 	lockupJSON struct {
 		Fault  string `json:"fault,omitempty"`
@@ -304,6 +305,7 @@ func (d *Dump) encode(base string, maxHex int, ph func(int) string) ([]byte, []o
 		}
 		m.Truth = tj
 	}
+	m.Capture = d.Capture
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)

@@ -1,0 +1,643 @@
+// Package capture reads a crash dump from a live target through a GDB
+// server (package gdbserver/client): the registers the server's target
+// description offers, the SCB fault registers, and the RAM the firmware's
+// ELF describes, as a crashdump.Dump. It is the engine of `faultline
+// capture` (design.md).
+package capture
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/faultline-dev/faultline/crashdump"
+	"github.com/faultline-dev/faultline/elfsym"
+	"github.com/faultline-dev/faultline/gdbserver/client"
+	"github.com/faultline-dev/faultline/unwinders"
+)
+
+// Range is memory to read: --region ADDR:SIZE.
+type Range struct {
+	Addr uint32
+	Size uint32
+	Why  string // where it came from, for messages
+}
+
+func (r Range) end() uint64 { return uint64(r.Addr) + uint64(r.Size) }
+
+// Set is --set SYMBOL=VALUE.
+type Set struct {
+	Symbol string
+	Value  uint64
+}
+
+// Options say what to capture.
+type Options struct {
+	ELF     *elfsym.File // the firmware (required)
+	ELFPath string       // its path, for --set (symbol sizes, load addresses)
+	Regions []Range      // --region, read besides the ELF's RAM
+	// WaitFault arms breakpoints at the fault handlers of the ELF's vector
+	// table, applies Sets, resumes the target and captures when it stops
+	// there, within Timeout.
+	WaitFault bool
+	Timeout   time.Duration
+	Sets      []Set
+	// Resume lets the target run again after the capture; otherwise it is
+	// left halted.
+	Resume bool
+	// Progress, when not nil, receives a progress line for large reads
+	// (a terminal).
+	Progress io.Writer
+}
+
+// MaxRegion bounds one memory range read (the native format's limit of
+// one region is larger; a capture over a probe at this size already takes
+// minutes).
+const MaxRegion = 64 << 20
+
+// maxStackGap bounds the stack the ELF implies (from the end of the
+// writable sections below the initial SP up to it).
+const maxStackGap = 16 << 20
+
+// NoFaultError is returned by Capture with WaitFault when the target did
+// not stop at a fault handler before the timeout.
+type NoFaultError struct {
+	Timeout time.Duration
+	PC      string
+}
+
+func (e *NoFaultError) Error() string {
+	return fmt.Sprintf("the target did not fault within %v (interrupted at pc %s, left halted there)", e.Timeout, e.PC)
+}
+
+// Result is a capture.
+type Result struct {
+	Dump     *crashdump.Dump
+	Handler  string // with WaitFault: the fault handler the target stopped in
+	Warnings []string
+}
+
+// handler is a fault handler breakpoint.
+type handler struct {
+	addr  uint32
+	names []string
+	kind  int // 1 hardware, 0 software
+}
+
+// Capture reads the dump through c, which must be connected (not yet
+// handshaken).
+func Capture(c *client.Client, opt Options) (*Result, error) {
+	res := &Result{}
+	warn := func(format string, args ...any) { res.Warnings = append(res.Warnings, fmt.Sprintf(format, args...)) }
+	if opt.ELF == nil {
+		return nil, errors.New("capture: no ELF")
+	}
+	stop, err := c.Handshake()
+	if errors.Is(err, client.ErrTimeout) {
+		// A server that does not answer "?" while the target runs: stop it.
+		stop, err = c.Interrupt()
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := stopOK(stop); err != nil {
+		return nil, fmt.Errorf("%s: %w", c.Remote, err)
+	}
+	var desc *client.Description
+	if c.Supported("qXfer:features:read") {
+		if desc, err = c.TargetDescription(); err != nil {
+			return nil, err
+		}
+	} else {
+		desc = client.DefaultDescription()
+		warn("the server offers no target description (qXfer:features:read): registers read as GDB's default M-profile layout (r0-r15 at 0-15, xpsr at 25)")
+	}
+	mmap, err := c.MemoryMap()
+	if err != nil {
+		warn("memory map: %v", err)
+		mmap = nil
+	}
+	if opt.WaitFault {
+		hs, err := faultHandlers(opt.ELF)
+		if err != nil {
+			return nil, err
+		}
+		if err := applySets(c, opt); err != nil {
+			return nil, err
+		}
+		name, s, err := waitFault(c, hs, opt)
+		if err != nil {
+			return nil, err
+		}
+		res.Handler, stop = name, s
+	}
+	d, err := read(c, desc, mmap, opt, warn)
+	if err != nil {
+		return nil, err
+	}
+	d.Capture.Stop = string(stop)
+	if opt.Resume {
+		// "c" without waiting for the stop; the connection is then closed.
+		if err := c.Resume(); err != nil {
+			return nil, err
+		}
+	}
+	d.Capture.Warnings = res.Warnings
+	res.Dump = d
+	return res, nil
+}
+
+// stopOK checks a stop reply: the target is halted (S or T), not gone.
+func stopOK(stop []byte) error {
+	if len(stop) == 0 {
+		return errors.New("empty reply to ?")
+	}
+	switch stop[0] {
+	case 'S', 'T':
+		return nil
+	case 'W', 'X':
+		return fmt.Errorf("the target has exited (stop reply %q)", stop)
+	}
+	return fmt.Errorf("stop reply %q: want S or T", stop)
+}
+
+// faultHandlers returns the distinct handlers of vector table entries 3-6
+// (HardFault, MemManage, BusFault, UsageFault), read from the ELF's image.
+func faultHandlers(f *elfsym.File) ([]handler, error) {
+	in := f.Info()
+	if in.Vectors == nil {
+		return nil, fmt.Errorf("%s: --wait-fault: no vector table found (no symbol such as g_pfnVectors, no .isr_vector section)", f.Name())
+	}
+	names := []string{3: "HardFault", 4: "MemManage", 5: "BusFault", 6: "UsageFault"}
+	var hs []handler
+	for n := 3; n <= 6; n++ {
+		v, ok := imageWord(f, in.Vectors.Addr+4*uint32(n))
+		if !ok || v == 0 || v == 0xffffffff {
+			continue
+		}
+		a := v &^ 1
+		found := false
+		for i := range hs {
+			if hs[i].addr == a {
+				hs[i].names = append(hs[i].names, names[n])
+				found = true
+			}
+		}
+		if !found {
+			hs = append(hs, handler{addr: a, names: []string{names[n]}})
+		}
+	}
+	if len(hs) == 0 {
+		return nil, fmt.Errorf("%s: --wait-fault: vector table at 0x%08x (%s) holds no fault handler in entries 3-6", f.Name(), in.Vectors.Addr, in.Vectors.Source)
+	}
+	return hs, nil
+}
+
+// imageWord reads a word of the ELF's load image.
+func imageWord(f *elfsym.File, addr uint32) (uint32, bool) {
+	for _, r := range f.Segments() {
+		if r.Contains(addr) && uint64(addr)+4 <= r.End() {
+			return binary.LittleEndian.Uint32(r.Data[addr-r.Addr:]), true
+		}
+	}
+	return 0, false
+}
+
+func handlerName(f *elfsym.File, h handler) string {
+	s := strings.Join(h.names, "/")
+	if fn, ok := f.FuncAt(h.addr); ok && fn.Name != "" {
+		s = fn.Name + " (" + s + ")"
+	}
+	return s
+}
+
+// applySets writes each --set value at the symbol's address and, for
+// initialised data, at its load address (the startup code copies .data
+// from there), as `emulate` does.
+func applySets(c *client.Client, opt Options) error {
+	if len(opt.Sets) == 0 {
+		return nil
+	}
+	ef, err := elf.Open(opt.ELFPath)
+	if err != nil {
+		return fmt.Errorf("--set: %w", err)
+	}
+	defer ef.Close()
+	syms, err := ef.Symbols()
+	if err != nil {
+		return fmt.Errorf("--set: %s: %w", opt.ELFPath, err)
+	}
+	for _, s := range opt.Sets {
+		var sym *elf.Symbol
+		for i := range syms {
+			if syms[i].Name == s.Symbol && syms[i].Section != elf.SHN_UNDEF && elf.ST_TYPE(syms[i].Info) == elf.STT_OBJECT {
+				if sym == nil || elf.ST_BIND(syms[i].Info) == elf.STB_GLOBAL {
+					sym = &syms[i]
+				}
+			}
+		}
+		if sym == nil {
+			return fmt.Errorf("--set %s: %s: no such data symbol", s.Symbol, opt.ELFPath)
+		}
+		size := int(sym.Size)
+		switch size {
+		case 1, 2, 4, 8:
+		default:
+			return fmt.Errorf("--set %s: symbol size %d is not 1, 2, 4 or 8", s.Symbol, size)
+		}
+		if bits := 8 * size; size < 8 && s.Value>>bits != 0 && !(int64(s.Value) < 0 && int64(s.Value) >= -(1<<(bits-1))) {
+			return fmt.Errorf("--set %s=%#x: value does not fit in %d bytes", s.Symbol, s.Value, size)
+		}
+		var buf [8]byte
+		binary.LittleEndian.PutUint64(buf[:], s.Value)
+		addr := uint32(sym.Value)
+		addrs := []uint32{addr}
+		for _, p := range ef.Progs {
+			if p.Type == elf.PT_LOAD && p.Filesz > 0 && p.Paddr != p.Vaddr && uint64(addr) >= p.Vaddr && uint64(addr)+uint64(size) <= p.Vaddr+p.Filesz {
+				addrs = append(addrs, uint32(p.Paddr+(uint64(addr)-p.Vaddr)))
+			}
+		}
+		for _, a := range addrs {
+			if err := c.WriteMemory(a, buf[:size]); err != nil {
+				return fmt.Errorf("--set %s at 0x%08x: %w", s.Symbol, a, err)
+			}
+		}
+	}
+	return nil
+}
+
+// waitFault arms the handlers, resumes the target and waits for it to
+// stop at one. The breakpoints are removed before it returns.
+func waitFault(c *client.Client, hs []handler, opt Options) (string, []byte, error) {
+	var armed []handler
+	defer func() {
+		for _, h := range armed {
+			c.Breakpoint(h.kind, h.addr, false)
+		}
+	}()
+	for _, h := range hs {
+		ok, err := c.Breakpoint(1, h.addr, true)
+		if err != nil || !ok {
+			h.kind = 0
+			ok, err = c.Breakpoint(0, h.addr, true)
+		} else {
+			h.kind = 1
+		}
+		if err != nil {
+			return "", nil, fmt.Errorf("--wait-fault: breakpoint at %s 0x%08x: %w", handlerName(opt.ELF, h), h.addr, err)
+		}
+		if !ok {
+			return "", nil, fmt.Errorf("--wait-fault: the server supports neither hardware (Z1) nor software (Z0) breakpoints")
+		}
+		armed = append(armed, h)
+	}
+	timeout := opt.Timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	stop, timedOut, err := c.Continue(timeout)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := stopOK(stop); err != nil {
+		return "", nil, fmt.Errorf("%s: --wait-fault: %w", c.Remote, err)
+	}
+	pc, err := readPC(c)
+	if err != nil {
+		return "", nil, err
+	}
+	for _, h := range hs {
+		if pc == h.addr {
+			return handlerName(opt.ELF, h), stop, nil
+		}
+	}
+	if timedOut {
+		return "", nil, &NoFaultError{Timeout: timeout, PC: fmt.Sprintf("0x%08x", pc)}
+	}
+	return "", nil, fmt.Errorf("%s: --wait-fault: the target stopped at pc 0x%08x (stop reply %q), not at a fault handler", c.Remote, pc, stop)
+}
+
+func readPC(c *client.Client) (uint32, error) {
+	p, err := c.Command("pf")
+	if err != nil {
+		return 0, err
+	}
+	if len(p) != 8 {
+		return 0, fmt.Errorf("%s: reading pc (pf): reply %q", c.Remote, p)
+	}
+	v, err := strconv.ParseUint(string(p), 16, 32)
+	if err != nil {
+		return 0, fmt.Errorf("%s: reading pc (pf): reply %q", c.Remote, p)
+	}
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], uint32(v))
+	return binary.LittleEndian.Uint32(b[:]), nil
+}
+
+// SCB addresses (ARMv7-M ARM B3.2.2, ARMv8-M ARM D1.2).
+const (
+	scbBase  = 0xe000ed00 // CPUID .. AFSR
+	scbLen   = 0x40
+	sauBase  = 0xe000ede4 // SFSR, SFAR
+	sauLen   = 8
+	fpBase   = 0xe000ef34 // FPCCR, FPCAR, FPDSCR
+	fpLen    = 12
+	cpacrReg = 0xe000ed88
+)
+
+// cores maps CPUID PARTNO to the core's name.
+var cores = map[uint32]string{
+	0xc20: "cortex-m0", 0xc60: "cortex-m0plus", 0xc21: "cortex-m1", 0xc23: "cortex-m3",
+	0xc24: "cortex-m4", 0xc27: "cortex-m7", 0xd20: "cortex-m23", 0xd21: "cortex-m33",
+	0xd31: "cortex-m35p", 0xd22: "cortex-m55", 0xd23: "cortex-m85",
+}
+
+// read takes the registers, the system registers and the RAM.
+func read(c *client.Client, desc *client.Description, mmap []client.MemoryRegion, opt Options, warn func(string, ...any)) (*crashdump.Dump, error) {
+	d := &crashdump.Dump{Format: crashdump.FormatNative, BuildID: opt.ELF.BuildID()}
+	d.Capture = &crashdump.CaptureInfo{Remote: c.Remote, Time: time.Now().UTC().Format(time.RFC3339)}
+	id := c.Identity()
+	feats := strings.Join(desc.Features, ", ")
+	if id == "" {
+		id = "GDB server at " + c.Remote
+	}
+	d.Capture.Server = fmt.Sprintf("%s (target features: %s)", id, feats)
+	vals, notes, err := c.ReadRegisters(desc, func(string) bool { return true })
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range notes {
+		warn("%s", n)
+	}
+	if err := setRegisters(d, vals, warn); err != nil {
+		return nil, fmt.Errorf("%s: %w", c.Remote, err)
+	}
+	var holes []client.Hole
+	add := func(r Range) error {
+		data, h, err := c.ReadMemory(r.Addr, r.Size, progress(opt.Progress, r))
+		if err != nil {
+			return err
+		}
+		holes = append(holes, h...)
+		d.Memory = append(d.Memory, readable(r, data, h)...)
+		return nil
+	}
+	// System registers first: the core's name decides what else exists.
+	if err := add(Range{Addr: scbBase, Size: scbLen, Why: "SCB"}); err != nil {
+		return nil, err
+	}
+	cpuid, ok := memWord(d, scbBase)
+	if ok {
+		d.CPU = cores[cpuid>>4&0xfff]
+	}
+	if d.CPU == "" {
+		warn("CPUID 0x%08x names no Cortex-M core faultline knows; the dump names no CPU", cpuid)
+	}
+	switch d.CPU {
+	case "cortex-m33", "cortex-m35p", "cortex-m55", "cortex-m85":
+		if err := add(Range{Addr: sauBase, Size: sauLen, Why: "SFSR/SFAR"}); err != nil {
+			return nil, err
+		}
+	}
+	if hasFP(desc) {
+		if err := add(Range{Addr: fpBase, Size: fpLen, Why: "FPCCR/FPCAR/FPDSCR"}); err != nil {
+			return nil, err
+		}
+	}
+	rs, err := ramRanges(opt, d, mmap, warn)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rs {
+		if err := add(r); err != nil {
+			return nil, err
+		}
+	}
+	for _, h := range holes {
+		d.Capture.Holes = append(d.Capture.Holes, crashdump.CaptureHole{Address: fmt.Sprintf("0x%08x", h.Addr), Size: int(h.Size), Reply: h.Reply})
+		warn("memory 0x%08x-0x%08x: the server replied %s; left out of the dump", h.Addr, uint64(h.Addr)+uint64(h.Size), h.Reply)
+	}
+	sort.Slice(d.Memory, func(i, j int) bool { return d.Memory[i].Addr < d.Memory[j].Addr })
+	return d, nil
+}
+
+func hasFP(desc *client.Description) bool {
+	_, ok := desc.Lookup("fpscr")
+	return ok
+}
+
+func memWord(d *crashdump.Dump, addr uint32) (uint32, bool) {
+	for _, r := range d.Memory {
+		if r.Contains(addr) && uint64(addr)+4 <= r.End() {
+			return binary.LittleEndian.Uint32(r.Data[addr-r.Addr:]), true
+		}
+	}
+	return 0, false
+}
+
+// readable splits a range read into the regions outside its holes.
+func readable(r Range, data []byte, holes []client.Hole) []unwinders.Region {
+	var out []unwinders.Region
+	start := uint32(0)
+	emit := func(end uint32) {
+		if end > start {
+			out = append(out, unwinders.Region{Name: fmt.Sprintf("%s@0x%08x", r.Why, r.Addr+start), Addr: r.Addr + start, Data: data[start:end]})
+		}
+	}
+	for _, h := range holes {
+		emit(h.Addr - r.Addr)
+		start = h.Addr - r.Addr + h.Size
+	}
+	emit(r.Size)
+	return out
+}
+
+// progress returns a progress callback for reads over 64 KiB on a
+// terminal.
+func progress(w io.Writer, r Range) func(uint32) {
+	if w == nil || r.Size < 64<<10 {
+		return nil
+	}
+	last := time.Time{}
+	return func(done uint32) {
+		if now := time.Now(); done == r.Size || now.Sub(last) > 200*time.Millisecond {
+			last = now
+			fmt.Fprintf(w, "\rfaultline: reading 0x%08x (%s): %d of %d KiB", r.Addr, r.Why, done>>10, r.Size>>10)
+			if done == r.Size {
+				fmt.Fprintln(w)
+			}
+		}
+	}
+}
+
+// ramRanges returns the memory to read: every writable allocated section
+// of the ELF, the stack below the initial SP, the memory around SP and
+// --region, merged.
+func ramRanges(opt Options, d *crashdump.Dump, mmap []client.MemoryRegion, warn func(string, ...any)) ([]Range, error) {
+	var rs []Range
+	var topBelowSP uint64
+	in := opt.ELF.Info()
+	var initSP uint32
+	if in.Vectors != nil {
+		initSP = in.Vectors.InitialSP
+	}
+	for _, s := range opt.ELF.Sections() {
+		if !s.Alloc || !s.Write || s.Size == 0 {
+			continue
+		}
+		rs = append(rs, Range{Addr: s.Addr, Size: s.Size, Why: "section " + s.Name})
+		if e := uint64(s.Addr) + uint64(s.Size); initSP != 0 && e <= uint64(initSP) && e > topBelowSP {
+			topBelowSP = e
+		}
+	}
+	if initSP != 0 && topBelowSP != 0 && uint64(initSP)-topBelowSP <= maxStackGap && uint64(initSP) > topBelowSP {
+		rs = append(rs, Range{Addr: uint32(topBelowSP), Size: uint32(uint64(initSP) - topBelowSP), Why: "stack below the initial SP"})
+	}
+	for _, reg := range []unwinders.Reg{unwinders.SP, unwinders.MSP, unwinders.PSP} {
+		if sp, ok := d.Regs.Get(reg); ok && sp != 0 && !covered(rs, sp) {
+			// The stack in use lies outside what the ELF describes: take
+			// 4 KiB above SP (within the memory map, when there is one).
+			size := uint32(4096)
+			if uint64(sp)+uint64(size) > 1<<32 {
+				size = uint32(1<<32 - uint64(sp))
+			}
+			rs = append(rs, Range{Addr: sp &^ 3, Size: size, Why: reg.String() + " (outside the ELF's RAM)"})
+			warn("%s 0x%08x lies outside the ELF's RAM sections: read 0x%08x-0x%08x", reg, sp, sp&^3, uint64(sp&^3)+uint64(size))
+		}
+	}
+	rs = append(rs, opt.Regions...)
+	for _, r := range rs {
+		if r.Size > MaxRegion {
+			return nil, fmt.Errorf("%s 0x%08x size %d: more than %d bytes", r.Why, r.Addr, r.Size, MaxRegion)
+		}
+	}
+	_ = mmap
+	return merge(rs), nil
+}
+
+func covered(rs []Range, a uint32) bool {
+	for _, r := range rs {
+		if a >= r.Addr && uint64(a) < r.end() {
+			return true
+		}
+	}
+	return false
+}
+
+// mergeGap is the largest gap between two ranges that merge reads too
+// (alignment padding between .data and .bss).
+const mergeGap = 256
+
+// merge sorts ranges and joins those that overlap or lie within mergeGap
+// bytes of each other; the SCB ranges read before are not among them.
+func merge(rs []Range) []Range {
+	sort.Slice(rs, func(i, j int) bool { return rs[i].Addr < rs[j].Addr })
+	var out []Range
+	for _, r := range rs {
+		if r.Size == 0 {
+			continue
+		}
+		if n := len(out); n > 0 && uint64(r.Addr) <= out[n-1].end()+mergeGap {
+			if r.end() > out[n-1].end() {
+				out[n-1].Size = uint32(r.end() - uint64(out[n-1].Addr))
+			}
+			if !strings.Contains(out[n-1].Why, "RAM") {
+				out[n-1].Why = "RAM"
+			}
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// setRegisters fills d.Regs from the values read; where the banked stack
+// pointers are missing, the active one is SP (handler mode, or thread
+// mode with CONTROL.SPSEL known), said in a warning; the other is never
+// guessed.
+func setRegisters(d *crashdump.Dump, v client.RegisterValues, warn func(string, ...any)) error {
+	names := map[string]unwinders.Reg{
+		"sp": unwinders.SP, "r13": unwinders.SP, "lr": unwinders.LR, "r14": unwinders.LR, "pc": unwinders.PC, "r15": unwinders.PC,
+		"xpsr": unwinders.XPSR, "msp": unwinders.MSP, "psp": unwinders.PSP, "control": unwinders.CONTROL,
+		"primask": unwinders.PRIMASK, "basepri": unwinders.BASEPRI, "faultmask": unwinders.FAULTMASK, "fpscr": unwinders.FPSCR,
+	}
+	for i := 0; i <= 12; i++ {
+		names[fmt.Sprintf("r%d", i)] = unwinders.R0 + unwinders.Reg(i)
+	}
+	for i := 0; i < 32; i++ {
+		names[fmt.Sprintf("s%d", i)] = unwinders.S(i)
+	}
+	for n, r := range names {
+		if x, ok := v.U32(n); ok {
+			d.Regs.Set(r, x)
+		}
+	}
+	// d registers: s(2n) low word, s(2n+1) high word.
+	for i := 0; i < 16; i++ {
+		if b, ok := v[fmt.Sprintf("d%d", i)]; ok && len(b) == 8 {
+			if !d.Regs.Known(unwinders.S(2 * i)) {
+				d.Regs.Set(unwinders.S(2*i), binary.LittleEndian.Uint32(b))
+			}
+			if !d.Regs.Known(unwinders.S(2*i + 1)) {
+				d.Regs.Set(unwinders.S(2*i+1), binary.LittleEndian.Uint32(b[4:]))
+			}
+		}
+	}
+	// Masks packed in one register by some servers (OpenOCD's older
+	// "primask"... are separate; J-Link may give CFBP: CONTROL, FAULTMASK,
+	// BASEPRI, PRIMASK from the top byte down).
+	if x, ok := v.U32("cfbp"); ok {
+		for r, sh := range map[unwinders.Reg]uint{unwinders.CONTROL: 24, unwinders.FAULTMASK: 16, unwinders.BASEPRI: 8, unwinders.PRIMASK: 0} {
+			if !d.Regs.Known(r) {
+				d.Regs.Set(r, x>>sh&0xff)
+			}
+		}
+	}
+	sp, okSP := d.Regs.Get(unwinders.SP)
+	pc, okPC := d.Regs.Get(unwinders.PC)
+	if !okSP || !okPC {
+		return fmt.Errorf("the server gave no SP or PC (registers read: %d)", len(v))
+	}
+	_ = pc
+	msp, pspKnown := d.Regs.Known(unwinders.MSP), d.Regs.Known(unwinders.PSP)
+	if msp && pspKnown {
+		return nil
+	}
+	xpsr, okX := d.Regs.Get(unwinders.XPSR)
+	switch {
+	case okX && xpsr&0x1ff != 0:
+		// Handler mode always runs on the main stack.
+		if !msp {
+			d.Regs.Set(unwinders.MSP, sp)
+		}
+		lr, _ := d.Regs.Get(unwinders.LR)
+		detail := ""
+		if lr>>24 == 0xff && lr&4 != 0 {
+			detail = fmt.Sprintf(" EXC_RETURN 0x%08x says the interrupted code ran on the process stack, whose pointer is therefore needed past the exception and is not known.", lr)
+		}
+		if !pspKnown {
+			warn("the server gives no MSP/PSP: MSP is SP 0x%08x (handler mode, IPSR %d, runs on the main stack); PSP is unknown.%s", sp, xpsr&0x1ff, detail)
+		}
+	case okX:
+		ctl, okC := d.Regs.Get(unwinders.CONTROL)
+		switch {
+		case okC && ctl&2 != 0 && !pspKnown:
+			d.Regs.Set(unwinders.PSP, sp)
+			warn("the server gives no PSP: PSP is SP 0x%08x (thread mode, CONTROL.SPSEL=1); MSP is unknown", sp)
+		case okC && ctl&2 == 0 && !msp:
+			d.Regs.Set(unwinders.MSP, sp)
+			warn("the server gives no MSP: MSP is SP 0x%08x (thread mode, CONTROL.SPSEL=0); PSP is unknown", sp)
+		default:
+			warn("the server gives no MSP/PSP nor CONTROL: which stack SP 0x%08x is cannot be told in thread mode; both are left unknown", sp)
+		}
+	default:
+		warn("the server gives no xPSR: MSP/PSP are left unknown")
+	}
+	return nil
+}
