@@ -640,6 +640,8 @@ func attrLayout(name string, fp bool, words ...string) *ctxLayout {
 			sl.what = cwPSPLIM
 		case "control":
 			sl.what = cwControl
+		case "secure":
+			sl.what = cwSecure
 		default:
 			reg, _ := unwinders.ParseReg(w)
 			sl.what, sl.reg = cwReg, reg
@@ -672,6 +674,7 @@ var (
 	layoutCM4F   = attrLayout("ARM_CM4F/ARM_CM7", true, words(nil, r4r11, "exc")...)
 	layoutCM33   = attrLayout("ARM_CM33_NTZ", true, words([]string{"psplim", "exc"}, r4r11)...)
 	layoutCM33M  = attrLayout("ARM_CM33_NTZ with the MPU (V10)", true, words([]string{"psplim", "control", "exc"}, r4r11)...)
+	layoutCM33TZ = attrLayout("ARM_CM33 (TrustZone)", true, words([]string{"secure", "psplim", "exc"}, r4r11)...)
 )
 
 // attrLayouts returns the candidate layouts the ELF's build attributes
@@ -684,9 +687,9 @@ func attrLayouts(f *elfsym.File, mpu bool) []*ctxLayout {
 	switch a.CPUArchRaw {
 	case 16, 17, 21: // v8-M.baseline, v8-M.mainline, v8.1-M.mainline
 		if mpu {
-			return []*ctxLayout{layoutCM33M, layoutCM33}
+			return []*ctxLayout{layoutCM33M, layoutCM33, layoutCM33TZ}
 		}
-		return []*ctxLayout{layoutCM33, layoutCM33M}
+		return []*ctxLayout{layoutCM33, layoutCM33TZ, layoutCM33M}
 	case 11, 12: // v6-M, v6S-M
 		return []*ctxLayout{layoutCM0V11, layoutCM3}
 	}

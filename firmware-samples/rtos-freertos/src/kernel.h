@@ -222,4 +222,10 @@ void rtk_port_pend_tick(void);
 void rtk_enter_critical(void);
 void rtk_exit_critical(void);
 
+/* RTK_TZ 1 (m33): the ARM_CM33 TrustZone port's frame, xSecureContext,
+ * PSPLIM, EXC_RETURN, r4-r11 (see port.c). */
+#ifndef RTK_TZ
+#define RTK_TZ 0
+#endif
+
 #endif

@@ -9,7 +9,7 @@
  *   ARM_CM4F  (v7-M + FPv4)   r4-r11, EXC_RETURN, then s16-s31 when
  *                             EXC_RETURN bit 4 is clear (an FP context)
  *   ARM_CM33_NTZ (v8-M main)  PSPLIM, EXC_RETURN, r4-r11, then s16-s31
- *                             when EXC_RETURN bit 4 is clear
+ *                             when EXC_RETURN bit 4 is clear (RTK_TZ: end)
  * The port is chosen by the compiler's target macros.
  */
 #include "kernel.h"
@@ -75,7 +75,7 @@ uint32_t *rtk_port_init_stack(uint32_t *top, TaskFunction_t fn, void *arg, uint3
 #endif
 #if PORT_CM33
 	*--sp = EXC_RETURN_THREAD_PSP;
-	*--sp = limit; /* PSPLIM */
+	*--sp = limit; /* PSPLIM */ if (RTK_TZ) *--sp = 0; /* xSecureContext */
 #else
 	(void)limit;
 #endif
@@ -211,7 +211,7 @@ __attribute__((naked)) void SVC_Handler(void)
 {
 	__asm volatile("b rtk_restore_cm4f\n\t");
 }
-#else /* PORT_CM33 */
+#elif !RTK_TZ /* PORT_CM33 */
 __attribute__((naked)) void PendSV_Handler(void)
 {
 	__asm volatile(
@@ -265,3 +265,61 @@ void rtk_port_start_first(void)
 	for (;;)
 		__asm volatile("" ::: "memory");
 }
+
+#if PORT_CM33 && RTK_TZ
+/* The ARM_CM33 (TrustZone) port's frame, from pxTopOfStack up:
+ * xSecureContext, PSPLIM, EXC_RETURN, r4-r11, then s16-s31 when
+ * EXC_RETURN bit 4 is clear. No task here has a secure context, so
+ * xSecureContext stays 0 and r4-r11 are always saved. */
+uint32_t xSecureContext;
+
+__attribute__((naked)) void PendSV_Handler(void)
+{
+	__asm volatile(
+		"ldr r3, =xSecureContext\n\t"
+		"ldr r0, [r3]\n\t"
+		"ldr r3, =pxCurrentTCB\n\t"
+		"ldr r1, [r3]\n\t"
+		"mrs r2, psp\n\t"
+#if defined(__ARM_FP)
+		"tst lr, #0x10\n\t"
+		"it eq\n\t"
+		"vstmdbeq r2!, {s16-s31}\n\t"
+#endif
+		"stmdb r2!, {r4-r11}\n\t"
+		"mrs r3, psplim\n\t"
+		"stmdb r2!, {r0, r3, lr}\n\t"
+		"str r2, [r1]\n\t"
+		"cpsid i\n\t"
+		"bl vTaskSwitchContext\n\t"
+		"cpsie i\n\t"
+		"b rtk_restore_cm33tz\n\t");
+}
+
+__attribute__((naked, used)) void rtk_restore_cm33tz(void)
+{
+	__asm volatile(
+		"ldr r3, =pxCurrentTCB\n\t"
+		"ldr r1, [r3]\n\t"
+		"ldr r2, [r1]\n\t"
+		"ldmia r2!, {r0, r3, lr}\n\t"
+		"msr psplim, r3\n\t"
+		"ldr r3, =xSecureContext\n\t"
+		"str r0, [r3]\n\t"
+		"ldmia r2!, {r4-r11}\n\t"
+#if defined(__ARM_FP)
+		"tst lr, #0x10\n\t"
+		"it eq\n\t"
+		"vldmiaeq r2!, {s16-s31}\n\t"
+#endif
+		"msr psp, r2\n\t"
+		"isb\n\t"
+		"bx lr\n\t"
+		".ltorg\n\t");
+}
+
+__attribute__((naked)) void SVC_Handler(void)
+{
+	__asm volatile("b rtk_restore_cm33tz\n\t");
+}
+#endif
