@@ -59,7 +59,7 @@ func TestZephyrThreadBacktraces(t *testing.T) {
 			build, scenario = name[:i], name[i+1:]
 		}
 		handler := "HardFault_Handler"
-		if scenario == "panic" {
+		if scenario == "panic" || scenario == "panicram" {
 			handler = "SVC_Handler"
 		}
 		dir := filepath.Dir(p)
@@ -168,10 +168,12 @@ func BenchmarkAnalyzeZephyrThreads(b *testing.B) {
 // TestZephyrStrippedContext: without debug information (the offsets
 // table has no stack bounds) the k_panic coredump's SP and the ISR
 // coredump's PSP are still recovered, and every thread's walk equals
-// GDB's (inlined frames aside: there is no DWARF to name them). In the
-// "ram" scenario the coredump holds all of RAM in one block, and the
-// vector table's initial SP lies 32 bytes below the top of the logger's
-// stack (the boot stack): that SP must not cut the logger's walk.
+// GDB's (inlined frames aside: there is no DWARF to name them): each
+// thread's walk stays within the memory block holding its SP. In "ram"
+// the coredump holds all of RAM in one block; in "panicram" (a k_panic
+// with all of RAM) the exception frame's words are also in the coredump's
+// static arch block, and the search around the thread's saved SP must
+// find only the one on its stack.
 func TestZephyrStrippedContext(t *testing.T) {
 	root := filepath.Join("..", "..", "..")
 	elf, err := elfsym.Open(filepath.Join(root, "firmware-samples", "rtos-zephyr", "build", "gcc-m3-O2-nodebug.elf"))
@@ -189,7 +191,7 @@ func TestZephyrStrippedContext(t *testing.T) {
 		}
 		return out
 	}
-	for _, name := range []string{"gcc-m3-O2-panic", "gcc-m3-O2-isr", "gcc-m3-O2-ram"} {
+	for _, name := range []string{"gcc-m3-O2-panic", "gcc-m3-O2-isr", "gcc-m3-O2-ram", "gcc-m3-O2-panicram"} {
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join(root, "fixtures", "rtos-zephyr", "scenarios")
 			b, err := os.ReadFile(filepath.Join(dir, name+".threads.json"))

@@ -62,34 +62,48 @@ func zephyrContext(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, t *unwin
 		name = Hex(cur.ID)
 	}
 	lo, hi := cur.Stack.Start, cur.Stack.End
+	if lo == 0 && hi == 0 {
+		// No stack_info (an offsets table has none): look around the
+		// stack pointer the kernel saved at the thread's last switch-out,
+		// which lies in its stack.
+		lo, hi = zephyrWindow(elf, facts, t, k)
+		if hi > lo {
+			name += " (stack bounds unknown: the part around its last saved SP)"
+		}
+	}
 	if needSP {
 		return zephyrFindESF(d, lo, hi, name)
 	}
 	if lo == 0 && hi == 0 {
-		// No stack_info (an offsets table has none): look around the
-		// stack pointer the kernel saved at the thread's last switch-out,
-		// which lies in its stack; the walk from a frame is the check.
-		saved, ok := rtos.ZephyrSavedSP(rtos.Input{ELF: elf, Mem: t.Mem, Layouts: facts.layouts}, cur.ID)
-		if !ok || saved < zephyrSearchWindow {
-			return []string{fmt.Sprintf("the fault was taken in a handler (IPSR %d) and the coredump holds no PSP; thread %s's stack is not known, so the frame the interrupt stacked on it is not looked for: the walk stops at the handler's exception frame", ipsr, name)}
-		}
-		lo, hi = saved-zephyrSearchWindow, saved+min(zephyrSearchWindow, ^saved)
-		// Another thread's stack is not this one's: a switched-out
-		// thread's live data, its saved exception frame first, runs from
-		// its saved stack pointer up, so this stack ends below the next
-		// such pointer above and starts above the frame of the one below.
-		for _, th := range k.Threads[1:] {
-			sp := th.Stack.SP
-			switch {
-			case sp == 0:
-			case sp <= saved && sp+0x20 > lo:
-				lo = sp + 0x20
-			case sp > saved && sp < hi:
-				hi = sp
-			}
-		}
+		return []string{fmt.Sprintf("the fault was taken in a handler (IPSR %d) and the coredump holds no PSP; thread %s's stack is not known, so the frame the interrupt stacked on it is not looked for: the walk stops at the handler's exception frame", ipsr, name)}
 	}
 	return zephyrFindPSP(elf, d, t, chain, lo, hi, name, ipsr)
+}
+
+// zephyrWindow is where the current thread's stack is looked for when its
+// bounds are unknown: within zephyrSearchWindow of the stack pointer the
+// kernel saved at its last switch-out, clipped at the other threads' saved
+// stack pointers (a switched-out thread's live data, its saved exception
+// frame first, runs from there up, so this stack ends below the next such
+// pointer above and starts above the frame of the one below). 0, 0 when
+// the saved SP cannot be read.
+func zephyrWindow(elf *elfsym.File, facts elfFacts, t *unwinders.Target, k *rtos.Kernel) (lo, hi uint32) {
+	saved, ok := rtos.ZephyrSavedSP(rtos.Input{ELF: elf, Mem: t.Mem, Layouts: facts.layouts}, k.Threads[0].ID)
+	if !ok || saved < zephyrSearchWindow {
+		return 0, 0
+	}
+	lo, hi = saved-zephyrSearchWindow, saved+min(zephyrSearchWindow, ^saved)
+	for _, th := range k.Threads[1:] {
+		sp := th.Stack.SP
+		switch {
+		case sp == 0:
+		case sp <= saved && sp+0x20 > lo:
+			lo = sp + 0x20
+		case sp > saved && sp < hi:
+			hi = sp
+		}
+	}
+	return lo, hi
 }
 
 // stackBytes returns the dump's bytes for [lo, hi), or, when the bounds

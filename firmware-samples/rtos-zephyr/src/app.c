@@ -25,7 +25,9 @@
  *   3  net_rx pends IRQ 0, whose handler does the NULL write: a fault
  *      inside an ISR, the thread's frames beyond the ISR's exception frame;
  *   4  as 0, but the coredump holds all of RAM in one memory block, as
- *      Zephyr 2.x writes it by default (CONFIG_DEBUG_COREDUMP_MEMORY_DUMP_LINKER_RAM).
+ *      Zephyr 2.x writes it by default (CONFIG_DEBUG_COREDUMP_MEMORY_DUMP_LINKER_RAM);
+ *   5  as 2 (k_panic), with all of RAM in one block as in 4: the exception
+ *      frame is then in memory twice (its copy in the coredump's arch_blk).
  */
 #include "zkernel.h"
 
@@ -167,7 +169,7 @@ static void logger_main(void *p1, void *p2, void *p3)
  * or panic (ARCH_EXCEPT: svc inline, here). */
 Z_NOINLINE static void check_parked(uint32_t why)
 {
-	if (z_scenario == 1 || z_scenario == 2) {
+	if (z_scenario == 1 || z_scenario == 2 || z_scenario == 5) {
 		k_sleep(10); /* once every other thread waits */
 		if (z_scenario == 1)
 			k_oops();
@@ -260,8 +262,8 @@ int z_sys_fatal_error_handler(uint32_t reason)
 void app_main(void)
 {
 	z_printk("*** Booting Zephyr OS build zkernel ***\r\n");
-	static const char *const digits[] = {"0", "1", "2", "3", "4"};
-	z_log(LOG_LEVEL_INF, "app", "starting 8 threads, scenario ", digits[z_scenario < 5 ? z_scenario : 0]);
+	static const char *const digits[] = {"0", "1", "2", "3", "4", "5"};
+	z_log(LOG_LEVEL_INF, "app", "starting 8 threads, scenario ", digits[z_scenario < 6 ? z_scenario : 0]);
 	z_mpu_guard_null();
 	k_sem_init(&sem_data, 0, 1);
 	k_thread_create(&idle_thread, "idle", idle_stack, sizeof idle_stack, idle_main, 0, 0, 0, K_LOWEST_PRIO, 1);

@@ -558,6 +558,9 @@ Z_NOINLINE Z_USED void z_coredump_done(void)
  * SVC) dumps SP 0 unless a fault came before. */
 Z_USED uint32_t z_arm_coredump_fault_sp;
 
+/* Zephyr's static struct arm_arch_block: the arch block's registers. */
+static volatile uint32_t z_arch_blk[17];
+
 /* z_coredump writes a Zephyr coredump the way Zephyr 3.x does with
  * CONFIG_DEBUG_COREDUMP_THREADS_METADATA and
  * CONFIG_DEBUG_COREDUMP_MEMORY_DUMP_THREADS, through the logging backend:
@@ -580,15 +583,19 @@ static void z_coredump(uint32_t reason, const uint32_t *esf)
 	cd_u8(5);
 	cd_u8(0);
 	cd_u32(reason);
-	/* Arch block v2: r0 r1 r2 r3 r12 lr pc xpsr sp r4..r11. */
+	/* Arch block v2: r0 r1 r2 r3 r12 lr pc xpsr sp r4..r11, gathered in a
+	 * static block first as Zephyr's arch_coredump_info_dump does (so the
+	 * exception frame's words are also in RAM there). */
+	for (int i = 0; i < 8; i++)
+		z_arch_blk[i] = esf[i];
+	z_arch_blk[8] = z_arm_coredump_fault_sp;
+	for (int i = 0; i < 8; i++)
+		z_arch_blk[9 + i] = z_fault_regs.r4_r11[i];
 	cd_u8('A');
 	cd_u16(2);
 	cd_u16(68);
-	for (int i = 0; i < 8; i++)
-		cd_u32(esf[i]);
-	cd_u32(z_arm_coredump_fault_sp);
-	for (int i = 0; i < 8; i++)
-		cd_u32(z_fault_regs.r4_r11[i]);
+	for (int i = 0; i < 17; i++)
+		cd_u32(z_arch_blk[i]);
 	/* Threads metadata. */
 	cd_u8('T');
 	cd_u16(1);
@@ -599,7 +606,7 @@ static void z_coredump(uint32_t reason, const uint32_t *esf)
 	 * reset follows the CRLF, as Zephyr's log_output prints it). */
 	cd_flush();
 	con_puts("\x1b[1;31m--- 2 messages dropped ---\r\n\x1b[0m");
-	if (z_scenario == 4) {
+	if (z_scenario == 4 || z_scenario == 5) {
 		/* All of RAM in one block, as Zephyr 2.x's default
 		 * CONFIG_DEBUG_COREDUMP_MEMORY_DUMP_LINKER_RAM writes it. */
 		cd_memory((uintptr_t)_sdata, (uintptr_t)_estack);
