@@ -141,7 +141,10 @@ type frReader struct {
 	// waiting on a notification at all.
 	notifyOK, notifyWait bool
 	notifyBad            addrSet // tasks whose notification state is not one
-	buf                  [64]byte
+	// itemOff is where the walked state list items sit in their tasks
+	// (item minus owner): -1 none seen, -2 not all the same.
+	itemOff int64
+	buf     [64]byte
 }
 
 func (r *frReader) u32(addr uint32) (uint32, error) {
@@ -202,6 +205,9 @@ func (r *frReader) walkList(name string, list uint32) ([]uint32, error) {
 			return owners, fmt.Errorf("list %s at 0x%08x: item 0x%08x cannot be read: %v", name, list, item, err)
 		}
 		owners = append(owners, owner)
+		if name != "xPendingReadyList" { // that list holds event items
+			r.noteItemOffset(int64(item) - int64(owner))
+		}
 		if item, err = r.u32(item + r.l.itemNext); err != nil {
 			return owners, fmt.Errorf("list %s at 0x%08x: next link cannot be read: %v", name, list, err)
 		}
@@ -303,7 +309,7 @@ func discoverFreeRTOS(in Input) (*Kernel, error) {
 	}
 	st := freertosStatic(in.ELF, curSym)
 	k := &Kernel{Kind: "freertos", Source: st.l.source, Warnings: append([]string(nil), st.warnings...)}
-	r := &frReader{in: in, l: st.l, k: k, ctx: st.ctx, notifyWait: st.notifyWait}
+	r := &frReader{in: in, l: st.l, k: k, ctx: st.ctx, notifyWait: st.notifyWait, itemOff: -1}
 	r.notifyOK = st.l.notifyState >= 0 && !st.notifyFromCode
 	lists := st.lists
 
@@ -333,6 +339,9 @@ func discoverFreeRTOS(in Input) (*Kernel, error) {
 	if len(tcbs) == 0 {
 		k.Warnings = append(k.Warnings, "pxCurrentTCB is NULL and no task is on any list: the scheduler has not started")
 		return k, nil
+	}
+	if st.l.source == "default layout" {
+		r.placeItems()
 	}
 	if r.ctx == nil {
 		r.ctx = r.chooseLayout(st, tcbs, cur)
@@ -788,4 +797,37 @@ func (r *frReader) checkNotify(tcbs []uint32, cur uint32) bool {
 		r.notifyBad.add(t)
 	}
 	return true
+}
+
+func (r *frReader) noteItemOffset(d int64) {
+	switch {
+	case r.itemOff == -1:
+		r.itemOff = d
+	case r.itemOff != d:
+		r.itemOff = -2
+	}
+}
+
+// placeItems moves the default layout's offsets after pxTopOfStack to
+// where the kernel's own lists say the state list item is: every walked
+// item's owner is its task, so item minus owner is xStateListItem's
+// offset (MPU settings before it move it and everything after it).
+func (r *frReader) placeItems() {
+	d := r.itemOff
+	switch {
+	case d == -1 || d == int64(r.l.stateItem):
+		return
+	case d < 4 || d > 256 || d%4 != 0:
+		r.warnf("the kernel's list items are not where any task control block layout puts them (item minus owner %d): states read with the default layout may be wrong", d)
+		return
+	}
+	l := *r.l
+	shift := int(d) - l.stateItem
+	l.stateItem += shift
+	l.eventItem += shift
+	l.prio += shift
+	l.stack += shift
+	l.name += shift
+	r.l = &l
+	r.warnf("the kernel's lists put each task's state list item at +%d, not +4 (MPU settings or other fields before it): the default layout's later offsets are moved by %d", d, shift)
 }

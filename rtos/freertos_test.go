@@ -68,7 +68,7 @@ func fixtureBuilds(t testing.TB) []string {
 	if len(out) == 0 {
 		t.Fatal("no oracle fixtures")
 	}
-	for _, b := range []string{"gcc-m3-O2-strip", "gcc-m3-O2-cfg-strip"} {
+	for _, b := range []string{"gcc-m3-O2-strip", "gcc-m3-O2-cfg-strip", "gcc-m4f-O2-mpu-strip"} {
 		if _, err := os.Stat("../firmware-samples/rtos-freertos/build/" + b + ".elf"); err == nil {
 			out = append(out, b)
 		}
