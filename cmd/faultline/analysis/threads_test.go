@@ -262,3 +262,69 @@ func TestRTOSThreadsRendered(t *testing.T) {
 		t.Errorf("the crashing thread is not first")
 	}
 }
+
+// The stripped look-alike builds (no debug information: the task layout
+// from the default layout checked against the kernel's invariants, the
+// names from the symbol table) against GDB's backtrace of the same dump
+// with DWARF: every task found with its state and priority, every
+// backtrace equal once GDB's inlined frames (which need DWARF) are left
+// out and GCC's clone suffixes (.constprop.0) are cut.
+func TestRTOSThreadsStrippedAgainstGDB(t *testing.T) {
+	for _, build := range []string{"gcc-m3-O2", "gcc-m3-O2-cfg", "gcc-m4f-O2-mpu"} {
+		elf, err := elfsym.Open("../../../firmware-samples/rtos-freertos/build/" + build + "-strip.elf")
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := crashdump.Load(filepath.Join(rtosFixtures, build+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := Analyze(elf, d, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var o oracleTasks
+		b, err := os.ReadFile(filepath.Join(rtosFixtures, build+".tasks.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &o); err != nil {
+			t.Fatal(err)
+		}
+		if r.RTOS == nil || r.RTOS.Source != "default layout" {
+			t.Fatalf("%s-strip: rtos %+v", build, r.RTOS)
+		}
+		byName := map[string]ThreadJSON{}
+		for _, th := range r.Threads {
+			byName[th.Name] = th
+		}
+		exact := 0
+		for _, w := range o.Tasks {
+			th, ok := byName[w.Name]
+			if !ok || th.State != w.State || th.Priority == nil || *th.Priority != w.Priority {
+				t.Errorf("%s-strip: task %s: found %v, %s prio %s; GDB/kernel say %s prio %d", build, w.Name, ok, th.State, prioText(th), w.State, w.Priority)
+				continue
+			}
+			var truth []string
+			for _, f := range append(w.HandlerFrames, w.Frames...) {
+				if f.Kind != "tailcall" && f.Kind != "exception" && f.Kind != "inlined" {
+					truth = append(truth, f.Function)
+				}
+			}
+			cand := CandidateNames(th.Frames, false)
+			for i, c := range cand {
+				if j := strings.IndexByte(c, '.'); j > 0 {
+					cand[i] = c[:j]
+				}
+			}
+			if ScoreNames(truth, cand).Exact {
+				exact++
+			} else {
+				t.Errorf("%s-strip: %s: got %v, GDB %v", build, w.Name, cand, truth)
+			}
+		}
+		if exact != len(o.Tasks) {
+			t.Errorf("%s-strip: %d of %d task backtraces equal GDB's", build, exact, len(o.Tasks))
+		}
+	}
+}
