@@ -201,7 +201,50 @@ func (d *Dump) faultFromMemory(explicit fault.SCB) error {
 		return &FormatError{File: d.Path, Offset: -1, Msg: err.Error(), Err: err}
 	}
 	d.Fault = fault.FromMemory(im).Merge(explicit)
+	if d.CPU == "" {
+		// The captured SCB's CPUID names the core (positive evidence;
+		// nothing is guessed when the word is absent or unknown).
+		if v, err := unwinders.ReadU32(im, cpuidAddr); err == nil {
+			d.CPU = cpuFromCPUID(v)
+		}
+	}
 	return nil
+}
+
+// cpuidAddr is the SCB's CPUID register (ARMv6-M, v7-M, v8-M: B3.2.3).
+const cpuidAddr = 0xe000ed00
+
+// cpuFromCPUID names the core an Arm CPUID value (implementer 0x41)
+// identifies by its part number, "" for any other value.
+func cpuFromCPUID(v uint32) string {
+	if v>>24 != 0x41 {
+		return ""
+	}
+	switch (v >> 4) & 0xfff {
+	case 0xc20:
+		return "cortex-m0"
+	case 0xc60:
+		return "cortex-m0plus"
+	case 0xc21:
+		return "cortex-m1"
+	case 0xc23:
+		return "cortex-m3"
+	case 0xc24:
+		return "cortex-m4"
+	case 0xc27:
+		return "cortex-m7"
+	case 0xd20:
+		return "cortex-m23"
+	case 0xd21:
+		return "cortex-m33"
+	case 0xd31:
+		return "cortex-m35p"
+	case 0xd22:
+		return "cortex-m55"
+	case 0xd23:
+		return "cortex-m85"
+	}
+	return ""
 }
 
 // matchCrashCatcherHex accepts text with a line that starts with "6343",
