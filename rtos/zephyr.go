@@ -80,6 +80,7 @@ type zephyrLayout struct {
 	source string
 
 	current, threads zfield // in _kernel
+	idle             zfield // _kernel.cpus[0].idle_thread
 
 	state, prio, userOptions zfield // in struct k_thread
 	pendedOn, timeoutNext    zfield
@@ -100,7 +101,7 @@ type zephyrLayout struct {
 // no FPU sharing, no userspace, no SMP: the layout of
 // firmware-samples/rtos-zephyr's M3 builds.
 //
-//	_kernel:  cpus[0].current 8, threads 32
+//	_kernel:  cpus[0].current 8, cpus[0].idle_thread 12, threads 32
 //	k_thread: base.qnode_dlist 0, pended_on 8, user_options 12,
 //	          thread_state 13, prio 14, timeout.node.next 24,
 //	          callee_saved 40 (v1..v8, psp at 72), entry 88, next_thread 104,
@@ -110,6 +111,7 @@ func zephyrDefaultLayout() zephyrLayout {
 	l := zephyrLayout{
 		source:      "default layout",
 		current:     zf(8, 4),
+		idle:        zf(12, 4),
 		threads:     zf(32, 4),
 		pendedOn:    zf(8, 4),
 		userOptions: zf(12, 1),
@@ -145,6 +147,9 @@ func discoverZephyr(in Input) (*Kernel, error) {
 		return nil, fmt.Errorf("Zephyr kernel: cannot find the current thread's place in _kernel (no cpus[].current in its type)")
 	}
 	z := zreader{mem: in.Mem, elf: in.ELF, l: &l}
+	if l.idle.ok {
+		z.idle, _ = z.word(kaddr+l.idle.off, l.idle.size)
+	}
 	current, err := z.word(kaddr+l.current.off, l.current.size)
 	if err != nil {
 		return nil, fmt.Errorf("Zephyr kernel: _kernel.cpus[0].current at 0x%08x: %v (the dump does not hold _kernel)", kaddr+l.current.off, userErr(err))
@@ -327,9 +332,10 @@ func userErr(err error) error {
 
 // zreader reads threads with one layout.
 type zreader struct {
-	mem unwinders.Memory
-	elf *elfsym.File
-	l   *zephyrLayout
+	mem  unwinders.Memory
+	elf  *elfsym.File
+	l    *zephyrLayout
+	idle uint32 // _kernel.cpus[0].idle_thread, 0 unknown
 }
 
 // word reads a little-endian value of size 1, 2 or 4 bytes.
@@ -419,6 +425,10 @@ func (z *zreader) thread(p uint32, current bool, crash unwinders.Registers) Thre
 			}
 		}
 	case state&zQueued != 0:
+		t.State = Ready
+	case state == 0 && p == z.idle && !timeoutLinked && pended == 0:
+		// Zephyr keeps the idle thread off the ready queue (no state bit):
+		// it runs whenever nothing else is ready.
 		t.State = Ready
 	default:
 		t.State = Blocked // sleeping, or waiting with no object
@@ -724,6 +734,11 @@ func tableField(tab []uint32, i int, size uint32) zfield {
 func zephyrTableLayout(tab []uint32) zephyrLayout {
 	l := zephyrLayout{source: "thread info offsets"}
 	l.current = tableField(tab, tiCurrent, 4)
+	if l.current.ok {
+		// struct _cpu has idle_thread right after current in every
+		// Zephyr from 2.x on; the table has no entry for it.
+		l.idle = zf(l.current.off+4, 4)
+	}
 	l.threads = tableField(tab, tiThreads, 4)
 	l.next = tableField(tab, tiNext, 4)
 	l.state = tableField(tab, tiState, 1)
@@ -806,6 +821,7 @@ func zephyrDWARFLayout(types *Types) (zephyrLayout, error) {
 		l.current = f
 	}
 	l.threads, _ = fieldOf(ts, ktype, "threads")
+	l.idle, _ = fieldOf(ts, ktype, "cpus", "idle_thread")
 	l.state, _ = fieldOf(ts, kt, "base", "thread_state")
 	l.prio, _ = fieldOf(ts, kt, "base", "prio")
 	l.userOptions, _ = fieldOf(ts, kt, "base", "user_options")

@@ -267,6 +267,9 @@ void app_main(void)
 	z_mpu_guard_null();
 	k_sem_init(&sem_data, 0, 1);
 	k_thread_create(&idle_thread, "idle", idle_stack, sizeof idle_stack, idle_main, 0, 0, 0, K_LOWEST_PRIO, 1);
+	/* As in Zephyr, the idle thread is not on the ready queue (no state
+	 * bit): the scheduler picks it when nothing is ready. */
+	idle_thread.base.thread_state = 0;
 	k_thread_create(&deferred_thread, "deferred", deferred_stack, sizeof deferred_stack, deferred_main, 0, 0, 0, 12, 0);
 	k_thread_create(&worker_thread, "worker", worker_stack, STACK_SIZE, worker_main, (void *)0x1234, 0, 0, 10, 1);
 	k_thread_create(&filter_thread, "filter", filter_stack, STACK_SIZE, filter_main, (void *)3, 0, 0, 8, 1);
