@@ -455,7 +455,7 @@ var ErrNoPreException = errors.New("cannot recover the state before the exceptio
 func (d *Dump) WriteCrashCatcher(w io.Writer) error {
 	regs, entryMSP, entryPSP, excPSR, err := d.preException()
 	if err != nil {
-		return fmt.Errorf("crashdump: %s: %w", d.Path, err)
+		return fmt.Errorf("%s: %w", d.Path, err)
 	}
 	var b bytes.Buffer
 	le := func(v uint32) { _ = binary.Write(&b, binary.LittleEndian, v) }
@@ -474,7 +474,7 @@ func (d *Dump) WriteCrashCatcher(w io.Writer) error {
 		unwinders.R12, unwinders.SP, unwinders.LR, unwinders.PC, unwinders.XPSR} {
 		v, ok := regs.Get(reg)
 		if !ok && (reg == unwinders.SP || reg == unwinders.PC) {
-			return fmt.Errorf("crashdump: %s: %w: %s is unknown", d.Path, ErrNoPreException, reg)
+			return fmt.Errorf("%s: %w: %s is unknown", d.Path, ErrNoPreException, reg)
 		}
 		le(v) // CrashCatcher has no "unknown": an unknown register is written as 0
 	}
@@ -488,7 +488,7 @@ func (d *Dump) WriteCrashCatcher(w io.Writer) error {
 		le(regs.Value(unwinders.FPSCR))
 	}
 	if _, err := d.Image(); err != nil {
-		return fmt.Errorf("crashdump: %s: %w", d.Path, err)
+		return fmt.Errorf("%s: %w", d.Path, err)
 	}
 	const fsrStart, fsrEnd = fault.AddrCFSR, fault.AddrAFSR // CFSR..BFAR, end exclusive
 	haveFSR := false

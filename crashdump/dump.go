@@ -157,7 +157,7 @@ func (d *Dump) Profile() unwinders.Profile { return unwinders.ProfileOf(d.CPU) }
 func (d *Dump) Image() (*unwinders.Image, error) {
 	im := new(unwinders.Image)
 	if err := im.AddLayer(d.Memory...); err != nil {
-		return nil, fmt.Errorf("crashdump: %s: %w", d.Path, err)
+		return nil, fmt.Errorf("%s: %w", d.Path, err)
 	}
 	return im, nil
 }

@@ -39,9 +39,9 @@ type FormatError struct {
 
 func (e *FormatError) Error() string {
 	if e.Off < 0 {
-		return fmt.Sprintf("elfsym: %s: %s", e.File, e.Msg)
+		return fmt.Sprintf("%s: %s", e.File, e.Msg)
 	}
-	return fmt.Sprintf("elfsym: %s: at offset 0x%x: %s", e.File, e.Off, e.Msg)
+	return fmt.Sprintf("%s: at offset 0x%x: %s", e.File, e.Off, e.Msg)
 }
 
 // Unwrap returns the sentinel the error is a case of.
@@ -145,7 +145,7 @@ func Open(path string) (*File, error) {
 func NewFile(r io.ReaderAt, name string) (f *File, err error) {
 	data, err := readAll(r)
 	if err != nil {
-		return nil, fmt.Errorf("elfsym: %s: %w", name, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	// Every access below is bounds-checked; this recover is only a last line
 	// of defence around debug/dwarf, turning a bug into an error.

@@ -163,7 +163,7 @@ func (f *File) appendSymbolizeOpt(dst []Location, addr uint32, skip func(*fnode)
 			cu := f.dw.units[c.unit]
 			cu.load(f.dw)
 			if cu.err != nil && err == nil {
-				err = fmt.Errorf("elfsym: %s: DWARF: %v", f.name, cu.err)
+				err = fmt.Errorf("%s: DWARF: %v", f.name, cu.err)
 			}
 			if cu.lines == nil {
 				return true

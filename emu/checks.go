@@ -104,17 +104,17 @@ func (m *machine) syncChecks() error {
 	}
 	if (want.alignTrap || mpuOn) && !t.MemHook() {
 		if err := t.SetMemHook(true); err != nil {
-			return fmt.Errorf("emu: %w", err)
+			return err
 		}
 		start := time.Now()
 		if _, err := t.DropSeen(); err != nil {
-			return fmt.Errorf("emu: %w", err)
+			return err
 		}
 		m.flushTime += time.Since(start)
 		m.flushes++
 	}
 	if err := t.ClearWatches(m.alignWatches); err != nil {
-		return fmt.Errorf("emu: %w", err)
+		return err
 	}
 	if mpuOn {
 		for _, r := range m.fetchDenyRanges() {
@@ -126,7 +126,7 @@ func (m *machine) syncChecks() error {
 				lo -= 2
 			}
 			if err := t.WatchXN(lo, r[1]); err != nil {
-				return fmt.Errorf("emu: %w", err)
+				return err
 			}
 		}
 	}
@@ -235,7 +235,7 @@ func (m *machine) watchAligned() error {
 			hw2 := binary.LittleEndian.Uint16(d[i+2:])
 			if uc.AlignedInsn(hw1, hw2) {
 				if err := m.tr.WatchAligned(c.addr + uint32(i)); err != nil {
-					return fmt.Errorf("emu: %w", err)
+					return err
 				}
 			}
 		}
@@ -265,7 +265,7 @@ func (m *machine) start(pc, until uint64, timeout time.Duration) error {
 		}
 		cur, err := m.eng.RegRead(uc.RegPC)
 		if err != nil {
-			return fmt.Errorf("emu: %w", err)
+			return err
 		}
 		pc = cur | 1
 		if m.chunk != 0 && !m.replaying {
@@ -323,7 +323,7 @@ func (m *machine) exactCheckPC(cf uc.CheckFault, timeout time.Duration) (uint32,
 		}
 		got, ok := m.tr.CheckFault()
 		if !ok {
-			return uc.CheckFault{}, fmt.Errorf("emu: replaying the last chunk to find the instruction that failed the %s check did not repeat it (%v)", checkName(cf.Kind), err)
+			return uc.CheckFault{}, fmt.Errorf("replaying the last chunk to find the instruction that failed the %s check did not repeat it (%v)", checkName(cf.Kind), err)
 		}
 		return got, nil
 	}
@@ -336,24 +336,24 @@ func (m *machine) exactCheckPC(cf uc.CheckFault, timeout time.Duration) (uint32,
 		return 0, 0, err
 	}
 	if got.Kind != cf.Kind || got.Addr != cf.Addr {
-		return 0, 0, fmt.Errorf("emu: the replay failed a different check (%s at %#08x, want %s at %#08x)", checkName(got.Kind), got.Addr, checkName(cf.Kind), cf.Addr)
+		return 0, 0, fmt.Errorf("the replay failed a different check (%s at %#08x, want %s at %#08x)", checkName(got.Kind), got.Addr, checkName(cf.Kind), cf.Addr)
 	}
 	// The count and PC when the check failed, not after the block ran on.
 	k, pc := got.Exact, got.ExactPC
 	if k == 0 {
-		return 0, 0, fmt.Errorf("emu: the failed %s check at %#08x is outside the block %#08x+%d", checkName(cf.Kind), cf.Addr, blk, size)
+		return 0, 0, fmt.Errorf("the failed %s check at %#08x is outside the block %#08x+%d", checkName(cf.Kind), cf.Addr, blk, size)
 	}
 	got, err = replay(k)
 	if err != nil {
 		return 0, 0, err
 	}
 	if got.Kind != uc.CheckStopped || got.PC != pc {
-		return 0, 0, fmt.Errorf("emu: the second replay stopped at %#08x (%s), want before %#08x", got.PC, checkName(got.Kind), pc)
+		return 0, 0, fmt.Errorf("the second replay stopped at %#08x (%s), want before %#08x", got.PC, checkName(got.Kind), pc)
 	}
 	it := m.tr.LastIT()
 	m.tr.ClearCheckFault()
 	if err := m.eng.RegWrite(uc.RegPC, uint64(pc)|1); err != nil {
-		return 0, 0, fmt.Errorf("emu: %w", err)
+		return 0, 0, err
 	}
 	return pc, it, nil
 }

@@ -47,7 +47,7 @@ type NoFaultError struct {
 }
 
 func (e *NoFaultError) Error() string {
-	return "emu: firmware did not fault: " + e.Detail()
+	return "the firmware did not fault: " + e.Detail()
 }
 
 // Detail is the reason with the instruction count and the PC, as the
@@ -160,7 +160,7 @@ func lookupCPU(name string) (cpuInfo, error) {
 	for _, c := range cpus {
 		names = append(names, c.name)
 	}
-	return cpuInfo{}, fmt.Errorf("emu: unknown CPU %q (want one of %s)", name, strings.Join(names, ", "))
+	return cpuInfo{}, fmt.Errorf("unknown CPU %q (want one of %s)", name, strings.Join(names, ", "))
 }
 
 // Registers is the core register file at the end of a run.

@@ -49,7 +49,7 @@ func (m *machine) setSysState(xpsr, control, msp, psp uint32) error {
 	}
 	for _, s := range steps {
 		if err := e.RegWrite(s.r, uint64(s.v)); err != nil {
-			return fmt.Errorf("emu: writing system registers: %w", err)
+			return fmt.Errorf("writing system registers: %w", err)
 		}
 	}
 	return nil
@@ -215,7 +215,7 @@ func (m *machine) enterException(exc int, ret uint32) (*entryFault, error) {
 			var s [16]byte
 			for i := 0; i < 16; i++ {
 				if err := m.eng.RegReadBytes(uc.RegS(i), &s); err != nil {
-					return nil, fmt.Errorf("emu: %w", err)
+					return nil, err
 				}
 				copy(buf[0x20+4*i:], s[:4])
 			}
@@ -238,7 +238,7 @@ func (m *machine) enterException(exc int, ret uint32) (*entryFault, error) {
 			break
 		}
 		if err := m.eng.MemWrite(uint64(a), buf[off:off+4]); err != nil {
-			return nil, fmt.Errorf("emu: stacking at %#08x: %w", a, err)
+			return nil, fmt.Errorf("stacking at %#08x: %w", a, err)
 		}
 	}
 	taken := exc
@@ -300,14 +300,14 @@ func (m *machine) enterException(exc int, ret uint32) (*entryFault, error) {
 	var vec [4]byte
 	vaddr := m.scs.VTOR + 4*uint32(taken)
 	if err := m.eng.MemRead(uint64(vaddr), vec[:]); err != nil {
-		return nil, fmt.Errorf("emu: reading vector %d at %#08x: %w", taken, vaddr, err)
+		return nil, fmt.Errorf("reading vector %d at %#08x: %w", taken, vaddr, err)
 	}
 	handler := le.Uint32(vec[:])
 	if err := m.eng.RegWrite(uc.RegLR, uint64(excReturn)); err != nil {
-		return nil, fmt.Errorf("emu: %w", err)
+		return nil, err
 	}
 	if err := m.eng.RegWrite(uc.RegPC, uint64(handler)); err != nil {
-		return nil, fmt.Errorf("emu: %w", err)
+		return nil, err
 	}
 	m.active = append(m.active, taken)
 	m.excReturns = append(m.excReturns, excReturn)
@@ -324,7 +324,7 @@ func (m *machine) enterException(exc int, ret uint32) (*entryFault, error) {
 func (m *machine) exceptionReturn() error {
 	excReturn := m.reg(uc.RegPC) | 1
 	if excReturn>>24 != 0xFF {
-		return fmt.Errorf("emu: exception return to %#08x is not an EXC_RETURN value", excReturn)
+		return fmt.Errorf("exception return to %#08x is not an EXC_RETURN value", excReturn)
 	}
 	toThread := excReturn&(1<<3) != 0
 	onPSP := excReturn&(1<<2) != 0
@@ -345,20 +345,20 @@ func (m *machine) exceptionReturn() error {
 	}
 	buf := make([]byte, size)
 	if err := m.eng.MemRead(uint64(frame), buf); err != nil {
-		return fmt.Errorf("emu: unstacking the exception frame at %#08x: %w", frame, err)
+		return fmt.Errorf("unstacking the exception frame at %#08x: %w", frame, err)
 	}
 	le := binary.LittleEndian
 	w := func(i int) uint32 { return le.Uint32(buf[4*i:]) }
 	for i := 0; i < 4; i++ {
 		if err := m.eng.RegWrite(uc.RegR(i), uint64(w(i))); err != nil {
-			return fmt.Errorf("emu: %w", err)
+			return err
 		}
 	}
 	if err := m.eng.RegWrite(uc.RegR(12), uint64(w(4))); err != nil {
-		return fmt.Errorf("emu: %w", err)
+		return err
 	}
 	if err := m.eng.RegWrite(uc.RegLR, uint64(w(5))); err != nil {
-		return fmt.Errorf("emu: %w", err)
+		return err
 	}
 	ret, xpsr := w(6), w(7)
 	if ext {
@@ -371,11 +371,11 @@ func (m *machine) exceptionReturn() error {
 				var s [16]byte
 				copy(s[:4], buf[0x20+4*i:])
 				if err := m.eng.RegWriteBytes(uc.RegS(i), &s); err != nil {
-					return fmt.Errorf("emu: %w", err)
+					return err
 				}
 			}
 			if err := m.eng.RegWrite(uc.RegFPSCR, uint64(w(0x60/4))); err != nil {
-				return fmt.Errorf("emu: %w", err)
+				return err
 			}
 		}
 	}
@@ -413,7 +413,7 @@ func (m *machine) exceptionReturn() error {
 		return err
 	}
 	if err := m.eng.RegWrite(uc.RegPC, uint64(ret|1)); err != nil {
-		return fmt.Errorf("emu: %w", err)
+		return err
 	}
 	m.activeChanged()
 	m.popException(frame, ret, toThread)
@@ -478,7 +478,7 @@ func (m *machine) result(cause Cause) (*Result, error) {
 		for i := range fp.S {
 			var b [16]byte
 			if err := m.eng.RegReadBytes(uc.RegS(i), &b); err != nil {
-				return nil, fmt.Errorf("emu: %w", err)
+				return nil, err
 			}
 			fp.S[i] = binary.LittleEndian.Uint32(b[:])
 		}
@@ -498,7 +498,7 @@ func (m *machine) result(cause Cause) (*Result, error) {
 	for _, r := range m.writableRegions() {
 		b := make([]byte, r.Size)
 		if err := m.eng.MemRead(uint64(r.Addr), b); err != nil {
-			return nil, fmt.Errorf("emu: reading %s at %#08x: %w", r.Name, r.Addr, err)
+			return nil, fmt.Errorf("reading %s at %#08x: %w", r.Name, r.Addr, err)
 		}
 		res.Memory = append(res.Memory, Memory{Addr: r.Addr, Name: r.Name, Data: b})
 	}

@@ -158,7 +158,7 @@ func (m *machine) runHandler(ctx context.Context, deadline time.Time) (*HandlerO
 		err := m.start(pc, returnAddr, left)
 		var pe *uc.CallbackPanicError
 		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("emu: %w", err)
+			return nil, err
 		}
 		if m.hookErr != nil {
 			return nil, m.hookErr

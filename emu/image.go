@@ -22,7 +22,7 @@ type FormatError struct {
 }
 
 func (e *FormatError) Error() string {
-	s := "emu: " + e.File + ": " + e.What
+	s := e.File + ": " + e.What
 	if e.Err != nil {
 		s += ": " + e.Err.Error()
 	}

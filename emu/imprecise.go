@@ -19,12 +19,12 @@ import (
 func (m *machine) impreciseStore(pc uint32, inv invalidAccess, left time.Duration) (fault, error) {
 	page, err := m.eng.PageSize()
 	if err != nil {
-		return fault{}, fmt.Errorf("emu: %w", err)
+		return fault{}, err
 	}
 	lo := alignDown(uint64(inv.addr), page)
 	hi := alignUp(uint64(inv.addr)+uint64(max(inv.size, 1)), page)
 	if err := m.eng.MemMap(lo, hi-lo, uc.PermRead|uc.PermWrite); err != nil {
-		return fault{}, fmt.Errorf("emu: imprecise store: mapping a scratch page at %#x: %w", lo, err)
+		return fault{}, fmt.Errorf("imprecise store: mapping a scratch page at %#x: %w", lo, err)
 	}
 	defer m.eng.MemUnmap(lo, hi-lo)
 	// The exact-PC hook over all executable memory counts the
@@ -62,7 +62,7 @@ func (m *machine) impreciseStore(pc uint32, inv invalidAccess, left time.Duratio
 		}
 		if ok && cf.Kind == uc.CheckStopped && err == nil && !m.intrValid && m.entryFault == nil {
 			if err := m.eng.RegWrite(uc.RegPC, uint64(cf.PC)|1); err != nil {
-				return fault{}, fmt.Errorf("emu: %w", err)
+				return fault{}, err
 			}
 			return fault{exc: excBusFault, cfsr: cfsrIMPRECISERR, pc: cf.PC, about: about(cf.PC)}, nil
 		}
@@ -71,5 +71,5 @@ func (m *machine) impreciseStore(pc uint32, inv invalidAccess, left time.Duratio
 			return fault{}, err
 		}
 	}
-	return fault{}, fmt.Errorf("emu: imprecise store at %#08x: could not run past the store", pc)
+	return fault{}, fmt.Errorf("imprecise store at %#08x: could not run past the store", pc)
 }

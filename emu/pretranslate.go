@@ -68,7 +68,7 @@ func (m *machine) allocatorEntry() error {
 	}
 	start := time.Now()
 	if _, err := m.tr.DropSeen(); err != nil {
-		return fmt.Errorf("emu: %w", err)
+		return err
 	}
 	if m.scs.MPUCtrl&mpuEnable == 0 {
 		m.allocCode = append(append([]uint32(nil), m.probe.entries...), m.img.allocatorCallees(m.probe.entries)...)
@@ -79,7 +79,7 @@ func (m *machine) allocatorEntry() error {
 		m.pretranslatedBlocks = n
 	}
 	if err := m.tr.SetMemHook(true); err != nil {
-		return fmt.Errorf("emu: %w", err)
+		return err
 	}
 	m.flushTime += time.Since(start)
 	m.flushes++
@@ -100,7 +100,7 @@ func (m *machine) dropAllocatorBlocks() error {
 			continue
 		}
 		if err := m.eng.RemoveTBs(uint64(a), uint64(end)); err != nil {
-			return fmt.Errorf("emu: %w", err)
+			return err
 		}
 	}
 	return nil
@@ -131,7 +131,7 @@ func (m *machine) pretranslate(entries []uint32) (int, error) {
 			done[a] = true
 			size, _, err := m.eng.RequestTB(a)
 			if err != nil {
-				return n, fmt.Errorf("emu: translating the allocator's code: %w", err)
+				return n, fmt.Errorf("translating the allocator's code: %w", err)
 			}
 			n++ // counted even when empty: RemoveTBs covers the function
 			if size == 0 {

@@ -107,7 +107,7 @@ type stackEntry struct {
 // before any code is translated.
 func (m *machine) startProbe() error {
 	if m.cfg.NoTruth {
-		return fmt.Errorf("emu: a probe needs the shadow call stack (NoTruth is set)")
+		return fmt.Errorf("a probe needs the shadow call stack (NoTruth is set)")
 	}
 	r := &ProbeRun{m: m, p: m.cfg.Probe}
 	m.probe = r
@@ -123,7 +123,7 @@ func (m *machine) startProbe() error {
 		} else if err := m.tr.SetMemHook(true); err != nil {
 			// Installed before the first block is translated, the
 			// data-access hook reaches every block.
-			return fmt.Errorf("emu: %w", err)
+			return err
 		}
 	}
 	return nil
@@ -133,11 +133,11 @@ func (m *machine) startProbe() error {
 // base+size) (size 0: no map, no access checks).
 func (r *ProbeRun) Attach(base, size uint32) error {
 	if r.hw != nil {
-		return fmt.Errorf("emu: probe attached twice")
+		return fmt.Errorf("probe attached twice")
 	}
 	const maxMap = 64 << 20
 	if size > maxMap {
-		return fmt.Errorf("emu: probe map of %d bytes at %#08x is larger than %d MiB", size, base, maxMap>>20)
+		return fmt.Errorf("probe map of %d bytes at %#08x is larger than %d MiB", size, base, maxMap>>20)
 	}
 	hw, err := r.m.tr.NewHeapWatch(base, size,
 		func(addr uint32, regs *uc.HeapRegs) {
@@ -151,7 +151,7 @@ func (r *ProbeRun) Attach(base, size uint32) error {
 			r.p.Access(r, ProbeAccess{Addr: addr, Size: size, Write: write, State: state, Block: block})
 		})
 	if err != nil {
-		return fmt.Errorf("emu: %w", err)
+		return err
 	}
 	r.hw = hw
 	hw.Checks(size > 0)
@@ -174,7 +174,7 @@ func (r *ProbeRun) ExpectReturn(ret, sp uint32, goReturn bool) { r.hw.Expect(ret
 // and are reported to the probe's Calls (it must be a CallsProbe).
 func (r *ProbeRun) HookFunc(addr uint32, id int, f ProbeFunc) error {
 	if _, ok := r.p.(CallsProbe); !ok {
-		return fmt.Errorf("emu: the probe has no Calls method")
+		return fmt.Errorf("the probe has no Calls method")
 	}
 	r.entries = append(r.entries, addr&^1)
 	return r.hw.AddFunc(addr, uc.HeapFunc{Op: f.Op, Ptr: f.Ptr, Size: f.Size, Count: f.Count, Header: f.Header, ID: uint32(id)})
@@ -305,7 +305,7 @@ func (r *ProbeRun) SetLive(blocks []ProbeBlock) error {
 	r.hw.ClearLive()
 	for _, b := range blocks {
 		if err := r.hw.PutLive(b.Addr, b.Size, b.Header); err != nil {
-			return fmt.Errorf("emu: %w", err)
+			return err
 		}
 	}
 	return nil

@@ -134,7 +134,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 func runChunked(ctx context.Context, cfg Config, chunk uint64) (*Result, error) {
 	f, err := os.Open(cfg.ELF)
 	if err != nil {
-		return nil, fmt.Errorf("emu: %w", err)
+		return nil, err
 	}
 	defer f.Close()
 	img, err := loadImage(cfg.ELF, f)
@@ -165,7 +165,7 @@ func runChunked(ctx context.Context, cfg Config, chunk uint64) (*Result, error) 
 		return nil, err
 	}
 	if err != nil {
-		return nil, fmt.Errorf("emu: %w", err)
+		return nil, err
 	}
 	defer eng.Close()
 	m := &machine{cfg: cfg, img: img, cpu: cpu, eng: eng, scs: newSCS(cpu), chunk: chunk}
@@ -195,7 +195,7 @@ func (m *machine) setup() error {
 			r.Perm = uc.PermNone
 		}
 		if r.Size == 0 || r.Addr%regionAlign != 0 || r.Size%regionAlign != 0 {
-			return configErrorf("emu: --map %#x:%#x: address and size must be non-zero multiples of %#x", r.Addr, r.Size, regionAlign)
+			return configErrorf("--map %#x:%#x: address and size must be non-zero multiples of %#x", r.Addr, r.Size, regionAlign)
 		}
 		for _, o := range m.regions {
 			if uint64(r.Addr) < o.End() && uint64(o.Addr) < r.End() {
@@ -203,32 +203,32 @@ func (m *machine) setup() error {
 				if what == "map" {
 					what = "another --map region"
 				}
-				return configErrorf("emu: --map %#x:%#x: [%#x, %#x) overlaps %s [%#x, %#x)", r.Addr, r.Size, r.Addr, r.End(), what, o.Addr, o.End())
+				return configErrorf("--map %#x:%#x: [%#x, %#x) overlaps %s [%#x, %#x)", r.Addr, r.Size, r.Addr, r.End(), what, o.Addr, o.End())
 			}
 		}
 		if r.contains(scsBase) || (r.Addr > scsBase && r.Addr < scsBase+scsSize) {
-			return configErrorf("emu: --map %#x:%#x: [%#x, %#x) overlaps the System Control Space [%#x, %#x)", r.Addr, r.Size, r.Addr, r.End(), scsBase, scsBase+scsSize)
+			return configErrorf("--map %#x:%#x: [%#x, %#x) overlaps the System Control Space [%#x, %#x)", r.Addr, r.Size, r.Addr, r.End(), scsBase, scsBase+scsSize)
 		}
 		m.regions = append(m.regions, r)
 	}
 	for _, r := range m.regions {
 		if r.contains(scsBase) || (r.Addr > scsBase && r.Addr < scsBase+scsSize) {
-			return fmt.Errorf("emu: region %s [%#x, %#x) overlaps the System Control Space", r.Name, r.Addr, r.End())
+			return fmt.Errorf("region %s [%#x, %#x) overlaps the System Control Space", r.Name, r.Addr, r.End())
 		}
 		if r.Zero {
 			// Reads as zero, ignores writes.
 			if err := e.MMIOMap(uint64(r.Addr), uint64(r.Size), func(uint64, int) uint64 { return 0 }, func(uint64, int, uint64) {}); err != nil {
-				return fmt.Errorf("emu: mapping %s [%#x, %#x) as zero: %w", r.Name, r.Addr, r.End(), err)
+				return fmt.Errorf("mapping %s [%#x, %#x) as zero: %w", r.Name, r.Addr, r.End(), err)
 			}
 			continue
 		}
 		if err := e.MemMap(uint64(r.Addr), uint64(r.Size), r.Perm); err != nil {
-			return fmt.Errorf("emu: mapping %s [%#x, %#x) %v: %w", r.Name, r.Addr, r.End(), r.Perm, err)
+			return fmt.Errorf("mapping %s [%#x, %#x) %v: %w", r.Name, r.Addr, r.End(), r.Perm, err)
 		}
 	}
 	for _, c := range m.img.chunks {
 		if err := e.MemWrite(uint64(c.addr), c.data); err != nil {
-			return fmt.Errorf("emu: loading %d bytes at %#x: %w", len(c.data), c.addr, err)
+			return fmt.Errorf("loading %d bytes at %#x: %w", len(c.data), c.addr, err)
 		}
 	}
 	m.scs.VTOR = m.img.vtor
@@ -248,17 +248,17 @@ func (m *machine) setup() error {
 			m.lazyFPPush()
 		},
 	); err != nil {
-		return fmt.Errorf("emu: mapping the System Control Space: %w", err)
+		return fmt.Errorf("mapping the System Control Space: %w", err)
 	}
 
 	tr, err := e.NewTracker(!m.cfg.NoTruth, shadowCapacity)
 	if err != nil {
-		return fmt.Errorf("emu: %w", err)
+		return err
 	}
 	m.tr = tr
 	if !m.cfg.NoTruth {
 		if err := tr.SetFunctions(m.img.funcRanges()); err != nil {
-			return fmt.Errorf("emu: %w", err)
+			return err
 		}
 	}
 	m.scs.now = tr.Insns
@@ -281,20 +281,20 @@ func (m *machine) setup() error {
 	}
 	m.nextCheckpoint = m.chunk
 	if err := m.watchFP(); err != nil {
-		return fmt.Errorf("emu: %w", err)
+		return err
 	}
 	if !m.cpu.v6m {
 		for _, a := range m.img.divides() {
 			if err := tr.WatchDivide(a); err != nil {
-				return fmt.Errorf("emu: %w", err)
+				return err
 			}
 		}
 	}
 	if _, err := e.HookMemInvalid(m.onInvalid); err != nil {
-		return fmt.Errorf("emu: %w", err)
+		return err
 	}
 	if _, err := e.HookInterrupt(m.onInterrupt); err != nil {
-		return fmt.Errorf("emu: %w", err)
+		return err
 	}
 
 	if err := m.applySets(); err != nil {
@@ -304,7 +304,7 @@ func (m *machine) setup() error {
 	if m.cfg.Call != "" {
 		s, ok := m.img.byName[m.cfg.Call]
 		if !ok || !s.fn {
-			return configErrorf("emu: %s: --call %s: no such function", m.img.path, m.cfg.Call)
+			return configErrorf("%s: --call %s: no such function", m.img.path, m.cfg.Call)
 		}
 		start = s.addr | 1
 	} else if mainSym, ok := m.img.byName["main"]; ok && mainSym.fn && len(m.cfg.Sets) > 0 {
@@ -317,10 +317,10 @@ func (m *machine) setup() error {
 		if m.cfg.Call == "" {
 			// The entry is the reset vector: name the slot it was read
 			// from, so that a vector table elsewhere is recognised.
-			return fmt.Errorf("emu: %s: the reset vector (the word at %#08x, slot 1 of the vector table at %#08x) is %#x, not a Thumb code address (bit 0 clear); if the vector table is elsewhere, start with --call FUNCTION",
+			return fmt.Errorf("%s: the reset vector (the word at %#08x, slot 1 of the vector table at %#08x) is %#x, not a Thumb code address (bit 0 clear); if the vector table is elsewhere, start with --call FUNCTION",
 				m.img.path, m.img.vtor+4, m.img.vtor, start)
 		}
-		return fmt.Errorf("emu: %s: entry point %#x is not Thumb code (bit 0 clear)", m.img.path, start)
+		return fmt.Errorf("%s: entry point %#x is not Thumb code (bit 0 clear)", m.img.path, start)
 	}
 	for _, w := range []struct {
 		r uc.Reg
@@ -331,7 +331,7 @@ func (m *machine) setup() error {
 		{uc.RegLR, 0xFFFFFFFF},
 	} {
 		if err := e.RegWrite(w.r, w.v); err != nil {
-			return fmt.Errorf("emu: reset state: %w", err)
+			return fmt.Errorf("reset state: %w", err)
 		}
 	}
 	return nil
@@ -352,24 +352,24 @@ func (m *machine) applySets() error {
 	for name, v := range m.cfg.Sets {
 		s, ok := m.img.byName[name]
 		if !ok {
-			return configErrorf("emu: %s: --set %s: no such symbol", m.img.path, name)
+			return configErrorf("%s: --set %s: no such symbol", m.img.path, name)
 		}
 		var buf [8]byte
 		binary.LittleEndian.PutUint64(buf[:], v)
 		switch s.size {
 		case 1, 2, 4, 8:
 		default:
-			return configErrorf("emu: %s: --set %s: symbol size %d is not 1, 2, 4 or 8", m.img.path, name, s.size)
+			return configErrorf("%s: --set %s: symbol size %d is not 1, 2, 4 or 8", m.img.path, name, s.size)
 		}
 		// A value fits when its bits above the symbol's size are all
 		// zero, or all one for a negative number (--set x=-1, stored as
 		// two's complement) whose sign bit is set in the symbol's size.
 		if bits := 8 * s.size; s.size < 8 && v>>bits != 0 && !(int64(v) < 0 && int64(v) >= -(1<<(bits-1))) {
-			return configErrorf("emu: %s: --set %s=%s: value does not fit in %d bytes", m.img.path, name, setValueString(v), s.size)
+			return configErrorf("%s: --set %s=%s: value does not fit in %d bytes", m.img.path, name, setValueString(v), s.size)
 		}
 		for _, a := range append([]uint32{s.addr}, m.img.loadAddrs(s.addr)...) {
 			if err := m.eng.MemWrite(uint64(a), buf[:s.size]); err != nil {
-				return fmt.Errorf("emu: --set %s at %#x: %w", name, a, err)
+				return fmt.Errorf("--set %s at %#x: %w", name, a, err)
 			}
 		}
 	}
@@ -475,7 +475,7 @@ func (m *machine) saveCheckpoint(pc uint64) error {
 	c := &m.cp
 	var err error
 	if c.ctx, err = m.eng.SaveContext(c.ctx); err != nil {
-		return fmt.Errorf("emu: checkpoint: %w", err)
+		return fmt.Errorf("checkpoint: %w", err)
 	}
 	rs := m.writableRegions()
 	if c.ram == nil {
@@ -486,7 +486,7 @@ func (m *machine) saveCheckpoint(pc uint64) error {
 	}
 	for i, r := range rs {
 		if err := m.eng.MemRead(uint64(r.Addr), c.ram[i]); err != nil {
-			return fmt.Errorf("emu: checkpoint: %w", err)
+			return fmt.Errorf("checkpoint: %w", err)
 		}
 	}
 	m.lazyFPPull()
@@ -509,11 +509,11 @@ func (m *machine) saveCheckpoint(pc uint64) error {
 func (m *machine) restoreCheckpoint() error {
 	c := &m.cp
 	if err := m.eng.RestoreContext(c.ctx); err != nil {
-		return fmt.Errorf("emu: restoring checkpoint: %w", err)
+		return fmt.Errorf("restoring checkpoint: %w", err)
 	}
 	for i, r := range m.writableRegions() {
 		if err := m.eng.MemWrite(uint64(r.Addr), c.ram[i]); err != nil {
-			return fmt.Errorf("emu: restoring checkpoint: %w", err)
+			return fmt.Errorf("restoring checkpoint: %w", err)
 		}
 	}
 	// The function fields (now, onWrite, onCCR) are the same in the copy.
@@ -594,7 +594,7 @@ func (m *machine) exactFaultPC(want uc.Error, timeout time.Duration) (uint32, ui
 		if err == nil && m.hookErr != nil {
 			err = m.hookErr
 		}
-		return 0, 0, fmt.Errorf("emu: replaying the last %d instructions to find the faulting PC did not repeat the fault (%v, want %v)", insns-m.cp.tr.Insns, err, want)
+		return 0, 0, fmt.Errorf("replaying the last %d instructions to find the faulting PC did not repeat the fault (%v, want %v)", insns-m.cp.tr.Insns, err, want)
 	}
 	if inv := m.invalid; inv.valid && inv.exact != 0 && inv.exactPC != m.tr.LastPC() {
 		// The block ran on past the access (a write to read-only
@@ -603,11 +603,11 @@ func (m *machine) exactFaultPC(want uc.Error, timeout time.Duration) (uint32, ui
 		// conditional store in a leaf was reported at the caller's
 		// return address, the leaf's frame lost).
 		if err := replay(inv.exact); err != nil && !errors.Is(err, want) {
-			return 0, 0, fmt.Errorf("emu: replaying to stop before the faulting instruction at %#08x: %w", inv.exactPC, err)
+			return 0, 0, fmt.Errorf("replaying to stop before the faulting instruction at %#08x: %w", inv.exactPC, err)
 		}
 		got, ok := m.tr.CheckFault()
 		if !ok || got.Kind != uc.CheckStopped || got.PC != inv.exactPC {
-			return 0, 0, fmt.Errorf("emu: the second replay did not stop before the faulting instruction at %#08x", inv.exactPC)
+			return 0, 0, fmt.Errorf("the second replay did not stop before the faulting instruction at %#08x", inv.exactPC)
 		}
 		m.tr.ClearCheckFault()
 		m.invalid = inv
@@ -638,7 +638,7 @@ func (m *machine) run(ctx context.Context) (*Result, error) {
 	deadline := time.Now().Add(m.cfg.Timeout)
 	pc, err := m.eng.RegRead(uc.RegPC)
 	if err != nil {
-		return nil, fmt.Errorf("emu: %w", err)
+		return nil, err
 	}
 	pc |= 1
 	// tail is how many instructions of the block at pc still fit the
@@ -666,7 +666,7 @@ func (m *machine) run(ctx context.Context) (*Result, error) {
 		if tail > 0 {
 			blk, size := m.tr.Block()
 			if err := m.tr.SetExactPC(true, blk, blk+size-1); err != nil {
-				return nil, fmt.Errorf("emu: %w", err)
+				return nil, err
 			}
 			m.tr.SetExactStop(tail + 1)
 			// The block itself is counted whole when it starts; a
@@ -688,7 +688,7 @@ func (m *machine) run(ctx context.Context) (*Result, error) {
 
 		var pe *uc.CallbackPanicError
 		if errors.As(startErr, &pe) {
-			return nil, fmt.Errorf("emu: %w", startErr)
+			return nil, startErr
 		}
 		if m.hookErr != nil {
 			return nil, m.hookErr
@@ -702,12 +702,12 @@ func (m *machine) run(ctx context.Context) (*Result, error) {
 			}
 			m.tr.SetExactStop(0)
 			if err := m.tr.SetExactPC(false, 0, 0); err != nil {
-				return nil, fmt.Errorf("emu: %w", err)
+				return nil, err
 			}
 			if stopped {
 				m.tr.SetInsns(m.cfg.MaxInsns)
 				if err := m.eng.RegWrite(uc.RegPC, uint64(cf.PC)|1); err != nil {
-					return nil, fmt.Errorf("emu: %w", err)
+					return nil, err
 				}
 				return nil, &NoFaultError{Reason: limitReason(m.cfg.MaxInsns, m.cfg.MaxInsns), Insns: m.cfg.MaxInsns, PC: cf.PC}
 			}
@@ -749,7 +749,7 @@ func (m *machine) run(ctx context.Context) (*Result, error) {
 		}
 		cur, err := m.eng.RegRead(uc.RegPC)
 		if err != nil {
-			return nil, fmt.Errorf("emu: %w", err)
+			return nil, err
 		}
 		if m.mainAddr != 0 && !m.setsDone && uint32(cur) == m.mainAddr {
 			m.setsDone = true
@@ -794,7 +794,7 @@ func (m *machine) run(ctx context.Context) (*Result, error) {
 		// Unicorn's own timeout, or a stop we did not ask for.
 		pc = cur | 1
 		if time.Until(deadline) > 0 {
-			return nil, fmt.Errorf("emu: emulation stopped unexpectedly at pc=%#08x", cur)
+			return nil, fmt.Errorf("emulation stopped unexpectedly at pc=%#08x", cur)
 		}
 	}
 }
@@ -840,12 +840,12 @@ func (m *machine) classify(startErr error, left time.Duration) (fault, bool, err
 			// No debugger attached: BKPT escalates to HardFault (C1.5).
 			return fault{exc: excHardFault, hfsr: hfsrDEBUGEVT, pc: pc, about: "BKPT with no debugger attached"}, true, nil
 		}
-		return fault{}, false, fmt.Errorf("emu: unhandled CPU exception %d at pc=%#08x", m.intr, pc)
+		return fault{}, false, fmt.Errorf("unhandled CPU exception %d at pc=%#08x", m.intr, pc)
 	}
 	var ue uc.Error
 	if !errors.As(startErr, &ue) {
 		if startErr != nil {
-			return fault{}, false, fmt.Errorf("emu: %w", startErr)
+			return fault{}, false, startErr
 		}
 		return fault{}, false, nil
 	}
@@ -906,7 +906,7 @@ func (m *machine) classify(startErr error, left time.Duration) (fault, bool, err
 		}
 		return fault{exc: excUsageFault, cfsr: cfsrUNDEFINSTR, pc: pc, about: "undefined instruction"}, true, nil
 	}
-	return fault{}, false, fmt.Errorf("emu: %w", startErr)
+	return fault{}, false, startErr
 }
 
 // execPriority is the current execution priority (B1.5.4): the highest
@@ -978,7 +978,7 @@ func (m *machine) takeFault(f fault) (*Result, error) {
 	if target == excHardFault && exec < 0 {
 		// Lockup (B1.5.15): no handler can run.
 		if err := m.eng.RegWrite(uc.RegPC, uint64(f.pc)|1); err != nil {
-			return nil, fmt.Errorf("emu: %w", err)
+			return nil, err
 		}
 		res, err := m.result(cause)
 		if err != nil {
@@ -992,7 +992,7 @@ func (m *machine) takeFault(f fault) (*Result, error) {
 		thumb = 0
 	}
 	if err := m.eng.RegWrite(uc.RegPC, uint64(f.pc)|thumb); err != nil {
-		return nil, fmt.Errorf("emu: %w", err)
+		return nil, err
 	}
 	if f.cfsr&(cfsrIACCVIOL|cfsrIBUSERR|cfsrINVSTATE) != 0 {
 		// A call to an address that cannot be executed: the call
@@ -1013,7 +1013,7 @@ func (m *machine) takeFault(f fault) (*Result, error) {
 		ef.addTo(&cause)
 		if ef.taken == 0 {
 			if err := m.eng.RegWrite(uc.RegPC, uint64(f.pc)|thumb); err != nil {
-				return nil, fmt.Errorf("emu: %w", err)
+				return nil, err
 			}
 			res, err := m.result(cause)
 			if err != nil {

@@ -254,7 +254,7 @@ func (t *Tracker) Start(r *emu.ProbeRun) error {
 		addr, _, fn, ok := r.Symbol(f.Name)
 		if !ok || !fn {
 			if f.Family == "custom" {
-				return emu.ConfigErrorf("heap: no function %q in the firmware", f.Name)
+				return emu.ConfigErrorf("no function %q in the firmware", f.Name)
 			}
 			continue
 		}
@@ -268,7 +268,7 @@ func (t *Tracker) Start(r *emu.ProbeRun) error {
 		}
 	}
 	if len(fam) == 0 {
-		return fmt.Errorf("heap: the firmware has none of the allocator functions faultline knows (newlib malloc/free, FreeRTOS pvPortMalloc/vPortFree, C++ operator new/delete); name yours with --alloc and --free")
+		return fmt.Errorf("the firmware has none of the allocator functions faultline knows (newlib malloc/free, FreeRTOS pvPortMalloc/vPortFree, C++ operator new/delete); name yours with --alloc and --free")
 	}
 	for f := range fam {
 		t.families = append(t.families, f)
@@ -654,7 +654,7 @@ func (t *Tracker) Checkpoint() {
 // and the watched return addresses rebuilt.
 func (t *Tracker) Restore(r *emu.ProbeRun) error {
 	if !t.cpValid {
-		return fmt.Errorf("heap: restore without a checkpoint")
+		return fmt.Errorf("restore without a checkpoint")
 	}
 	t.st = t.cp.clone()
 	r.SetPending(nil)

@@ -44,13 +44,13 @@ func RegR(n int) Reg {
 	case n == 15:
 		return RegPC
 	}
-	panic(fmt.Sprintf("uc: no core register r%d", n))
+	panic(fmt.Sprintf("no core register r%d", n))
 }
 
 // RegS returns the identifier of single-precision register Sn, n in 0..31.
 func RegS(n int) Reg {
 	if n < 0 || n > 31 {
-		panic(fmt.Sprintf("uc: no register s%d", n))
+		panic(fmt.Sprintf("no register s%d", n))
 	}
 	return RegS0 + Reg(n)
 }
@@ -58,7 +58,7 @@ func RegS(n int) Reg {
 // RegD returns the identifier of double-precision register Dn, n in 0..31.
 func RegD(n int) Reg {
 	if n < 0 || n > 31 {
-		panic(fmt.Sprintf("uc: no register d%d", n))
+		panic(fmt.Sprintf("no register d%d", n))
 	}
 	return RegD0 + Reg(n)
 }

@@ -194,9 +194,9 @@ type OpError struct {
 
 func (e *OpError) Error() string {
 	if e.HasAddr {
-		return fmt.Sprintf("uc: %s %#x: %v", e.Op, e.Addr, e.Err)
+		return fmt.Sprintf("%s %#x: %v", e.Op, e.Addr, e.Err)
 	}
-	return fmt.Sprintf("uc: %s: %v", e.Op, e.Err)
+	return fmt.Sprintf("%s: %v", e.Op, e.Err)
 }
 
 func (e *OpError) Unwrap() error { return e.Err }
@@ -209,7 +209,7 @@ type CallbackPanicError struct {
 }
 
 func (e *CallbackPanicError) Error() string {
-	return fmt.Sprintf("uc: panic in %s: %v", e.Callback, e.Value)
+	return fmt.Sprintf("panic in %s: %v", e.Callback, e.Value)
 }
 
 // Hook identifies an installed hook (uc_hook).

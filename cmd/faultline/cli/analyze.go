@@ -300,7 +300,7 @@ func runAnalyze(cmd *cobra.Command, c *commonFlags, raw *rawFlags, bf *batchFlag
 		// A directory or a pattern that gave no dump: an error, but no
 		// dump to count in the summary.
 		failed++
-		prog.printf(stderr, "faultline: %s\n", userMessage(e))
+		prog.printf(stderr, "faultline: %s\n", e.Error())
 	}
 	out := cmd.OutOrStdout()
 	if c.format == "text" {
@@ -353,7 +353,7 @@ func runAnalyze(cmd *cobra.Command, c *commonFlags, raw *rawFlags, bf *batchFlag
 				prog.failed.Add(1)
 			}
 			flushLines()
-			prog.printf(stderr, "faultline: %s\n", userMessage(r.err))
+			prog.printf(stderr, "faultline: %s\n", r.err.Error())
 			if sum != nil {
 				sum.AddError(r.job.name, r.err)
 			}

@@ -95,7 +95,7 @@ stderr, the others go on, and the exit status is then 1.`,
 					return e.err
 				}
 				failed++
-				fmt.Fprintf(stderr, "faultline: %s\n", userMessage(e))
+				fmt.Fprintf(stderr, "faultline: %s\n", e.Error())
 			}
 			var all []*compareJSON
 			for i, p := range in.paths {
@@ -105,7 +105,7 @@ stderr, the others go on, and the exit status is then 1.`,
 						return err
 					}
 					failed++
-					fmt.Fprintf(stderr, "faultline: %s\n", userMessage(err))
+					fmt.Fprintf(stderr, "faultline: %s\n", err.Error())
 					continue
 				}
 				if c.format == "json" {

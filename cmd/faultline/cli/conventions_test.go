@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -25,16 +24,46 @@ func TestNoArguments(t *testing.T) {
 	}
 }
 
-func TestUserMessage(t *testing.T) {
-	for in, want := range map[string]string{
-		"emu: uc: mapping map [0x0, 0x1000) rw: UC_ERR_MAP":   "mapping map [0x0, 0x1000) rw: UC_ERR_MAP",
-		"elfsym: fw.elf: machine is EM_386, want EM_ARM":      "fw.elf: machine is EM_386, want EM_ARM",
-		"crash.json: registers.pc: bad":                       "crash.json: registers.pc: bad",
-		"emulate: x.elf: the firmware did not fault: timeout": "emulate: x.elf: the firmware did not fault: timeout",
-		"cannot write x: uc":                                  "cannot write x: uc",
-	} {
-		if got := userMessage(errors.New(in)); got != want {
-			t.Errorf("userMessage(%q) = %q, want %q", in, got, want)
+// TestNoPackagePrefixes: errors reach the user without the names of
+// faultline's packages ("emu: ", "elfsym: ", "crashdump: ", "uc: "),
+// whatever the working directory: run from the repository root, where
+// folders of those names exist (the CLI once removed such prefixes only
+// when no folder of that name was there).
+func TestNoPackagePrefixes(t *testing.T) {
+	abs, err := filepath.Abs(repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"schema": "faultline.dump/1", "cpu": "cortex-m3", "registers": {"pc": "0x100", "sp": "0x20000000"}, "memory": [{"address": "0x20000000", "hex": "0000"}, {"address": "0x20000001", "hex": "0000"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sample := filepath.Join(abs, "firmware-samples/build/gcc-m3-O2.elf")
+	cortexA := filepath.Join(abs, "fixtures/hostile/elf/cortex-a-profile.elf")
+	cases := [][]string{
+		{"analyze", "--elf", sample, bad},
+		{"symbolize", "--elf", cortexA, "0x100"},
+		{"emulate", "--elf", cortexA, "-o", filepath.Join(dir, "x.json")},
+		{"emulate", "--elf", sample, "--cpu", "z80", "-o", filepath.Join(dir, "y.json")},
+		{"emulate", "--elf", sample, "--call", "nosuch", "-o", filepath.Join(dir, "z.json")},
+		{"emulate", "--elf", sample, "--map", "0x3:0x10", "-o", filepath.Join(dir, "w.json")},
+	}
+	t.Chdir(abs)
+	for _, pkg := range []string{"emu", "elfsym", "crashdump"} {
+		if fi, err := os.Stat(pkg); err != nil || !fi.IsDir() {
+			t.Fatalf("the repository root has no folder %s: %v", pkg, err)
+		}
+	}
+	prefix := regexp.MustCompile(`(^|: )(analysis|cfi|crashdump|elfsym|emu|exidx|heap|rtos|scenario|thumb|uc|unwinders): `)
+	for _, args := range cases {
+		_, stderr, code := run(t, "", args...)
+		if code == 0 || !strings.HasPrefix(stderr, "faultline: ") {
+			t.Errorf("%v: exit %d, stderr %q: want an error", args, code, stderr)
+			continue
+		}
+		if m := prefix.FindString(stderr); m != "" {
+			t.Errorf("%v: package prefix %q in %q", args, m, stderr)
 		}
 	}
 }

@@ -141,7 +141,7 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if errors.As(err, &se) {
 		return se.code
 	}
-	fmt.Fprintf(stderr, "faultline: %s\n", userMessage(err))
+	fmt.Fprintf(stderr, "faultline: %s\n", err.Error())
 	var ue usageError
 	var ee exitError
 	switch {
