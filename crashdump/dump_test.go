@@ -338,7 +338,7 @@ func badCases(t testing.TB) []struct{ name, json, want string } {
 		{"long file", mem(`[{"address": 0, "file": "ram.bin", "size": 32}]`), `memory[0]: region ram.bin is long: 64 bytes, size says 32`},
 		{"short hex", mem(`[{"address": 0, "hex": "0011", "size": 4}]`), `memory[0]: region hex@0x00000000 is short: 2 bytes, size says 4`},
 		{"size too large", mem(`[{"address": 0, "file": "ram.bin", "size": 4294967296}]`), `memory[0].size: 4294967296 bytes: larger than the 536870912 byte region limit`},
-		{"size too big", mem(`[{"address": 0, "file": "ram.bin", "size": 4294967297}]`), `memory[0].size: 4294967297 does not fit in 33 bits`},
+		{"size too big", mem(`[{"address": 0, "file": "ram.bin", "size": 4294967297}]`), `memory[0].size: 4294967297 is too large: at most 0x100000000`},
 		{"empty hex", mem(`[{"address": 0, "hex": ""}]`), `memory[0]: region hex@0x00000000 is empty`},
 		{"odd hex", mem(`[{"address": 0, "hex": "123"}]`), `memory[0].hex: odd number of hex digits (3): want two per byte`},
 		{"bad hex digit", mem(`[{"address": 0, "hex": "00zz"}]`), `memory[0].hex: invalid hex digit 'z' at position 2`},

@@ -181,7 +181,7 @@ func (p *parser) number(n node, max uint64) (uint64, error) {
 		}
 		v, err = strconv.ParseUint(s[2:], 16, 64)
 		if err != nil || v > max {
-			return 0, p.errf(n, "%s does not fit in %d bits", quoteShort(s), bitsOf(max))
+			return 0, p.errf(n, "%s %s", quoteShort(s), tooLarge(max))
 		}
 	case c == '-':
 		return 0, p.errf(n, "%s is negative: want a value from 0 to %#x", n.show(), max)
@@ -191,12 +191,22 @@ func (p *parser) number(n node, max uint64) (uint64, error) {
 		}
 		v, err = strconv.ParseUint(string(n.raw), 10, 64)
 		if err != nil || v > max {
-			return 0, p.errf(n, "%s does not fit in %d bits", n.show(), bitsOf(max))
+			return 0, p.errf(n, "%s %s", n.show(), tooLarge(max))
 		}
 	default:
 		return 0, p.errf(n, "%s is not a number: %s", n.show(), wantNumber)
 	}
 	return v, nil
+}
+
+// tooLarge says why a value above max is refused: "does not fit in 32
+// bits" where max is all ones, else "is too large: at most 0x100000000"
+// (a size of up to 4 GiB is not a number of bits).
+func tooLarge(max uint64) string {
+	if max&(max+1) == 0 {
+		return fmt.Sprintf("does not fit in %d bits", bitsOf(max))
+	}
+	return fmt.Sprintf("is too large: at most %#x", max)
 }
 
 func bitsOf(max uint64) int {

@@ -182,7 +182,7 @@ func recordedAllocations(f *elfsym.File, t *unwinders.Target, r *Report) *Alloca
 		r.Warnings = append(r.Warnings, "allocation recorder: "+p)
 	}
 	if tab.Dropped > 0 {
-		out.Notes = append(out.Notes, fmt.Sprintf("%d allocations were not recorded: the table was full (capacity %d)", tab.Dropped, tab.Capacity))
+		out.Notes = append(out.Notes, fmt.Sprintf("%s not recorded: the table was full (capacity %d)", Plural(int(tab.Dropped), "allocation was", "allocations were"), tab.Capacity))
 	}
 	warns, notes := tab.Check(r.Heap)
 	for _, w := range warns {

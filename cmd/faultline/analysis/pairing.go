@@ -281,9 +281,9 @@ func checkPairing(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, t *unwind
 		}
 	}
 	if links, bad, first := callChain(elf, code, t, frames, facts.tails); bad > 0 {
-		doubt("%d of the backtrace's calls do not reach the function the walk found next, directly or by tail calls, the first at 0x%08x", bad, first)
+		doubt("%d of the backtrace's calls %s not reach the function the walk found next, directly or by tail calls, the first at 0x%08x", bad, Verb(bad, "does", "do"), first)
 	} else if links > 0 {
-		p.Evidence = append(p.Evidence, fmt.Sprintf("%d calls target the callee found", links))
+		p.Evidence = append(p.Evidence, Plural(links, "call targets", "calls target")+" the callee found")
 	}
 	calls, notCalls := 0, 0
 	var firstNotCall uint32
@@ -304,9 +304,9 @@ func checkPairing(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, t *unwind
 		}
 	}
 	if notCalls > 0 {
-		doubt("%d return address(es) of the backtrace do not follow a call in the ELF's code, the first 0x%08x", notCalls, firstNotCall)
+		doubt("%s of the backtrace %s not follow a call in the ELF's code, the first 0x%08x", Plural(notCalls, "return address", "return addresses"), Verb(notCalls, "does", "do"), firstNotCall)
 	} else if calls > 0 {
-		p.Evidence = append(p.Evidence, fmt.Sprintf("calls before %d return addresses", calls))
+		p.Evidence = append(p.Evidence, "calls before "+Plural(calls, "return address", "return addresses"))
 	}
 	if n, c := stackWords(elf, code, d, t); n >= minStackCodeWords {
 		ratio := float64(c) / float64(n)

@@ -102,7 +102,7 @@ func newAnalyze() *cobra.Command {
 		bf  batchFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "analyze --elf FW.elf DUMP|DIR|GLOB...",
+		Use:   "analyze --elf FW.elf|--symbols DIR DUMP|DIR|GLOB...",
 		Short: "Decode crash dumps: the fault explained and a symbolized backtrace",
 		Long: `Decode crash dumps: the fault explained and a symbolized backtrace.
 
@@ -112,7 +112,7 @@ expands itself. Dumps are decoded in parallel (--jobs), the ELF indexed
 once; output comes in input order (the matches of a directory or pattern
 sorted by path). A dump that cannot be decoded is reported on stderr and
 the others go on; the exit status is then 1.`,
-		Args: args(cobra.MinimumNArgs(1)),
+		Args: minArgs(1, "one DUMP (a dump file, a directory or a glob)"),
 		RunE: func(cmd *cobra.Command, dumps []string) error {
 			c.elfOptional = bf.symbols != ""
 			switch {
@@ -160,6 +160,7 @@ func (b *batchFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&b.maxMemory, "max-memory", "", "memory budget of the whole run (512MiB, 4G, 25%; default a quarter of the machine's RAM): half of it is shared by the dumps decoded at once, -j is lowered so each gets at least 16 MiB, and a dump that needs more than its share is reported as too large; large region files are mapped and cost only the pages read")
 	cmd.Flags().BoolVar(&b.summary, "summary", false, "print crash buckets (same exception, causes, faulting function and callers) instead of one report per dump; --format text or json (faultline.summary/1)")
 	cmd.Flags().StringVarP(&b.output, "output", "o", "", "--format html: write one page per dump and an index.html into this directory (without it, one dump's page goes to stdout)")
+	cmd.Flags().Lookup("elf").Usage = "firmware ELF file (required unless --symbols)"
 	cmd.Flags().StringVar(&b.symbols, "symbols", "", "a directory of firmware ELFs (any layout, or a .build-id/xx/rest.debug tree) instead of --elf: each dump is decoded with the ELF whose build ID it carries, else the one it pairs with by content")
 	cmd.Flags().BoolVar(&b.strict, "strict", false, "exit with status 1 when a dump does not pair with the ELF (pairing mismatch: another build's firmware)")
 	cmd.Flags().StringVar(&b.sourceDir, "source-dir", "", "--format html: look for the source files the ELF names here first (else next to the ELF and its parent directories)")

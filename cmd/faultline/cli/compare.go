@@ -64,7 +64,7 @@ func newCompare() *cobra.Command {
 	var c commonFlags
 	cmd := &cobra.Command{
 		Use:   "compare --elf FW.elf DUMP|DIR|GLOB...",
-		Short: "Run every unwinding strategy on one dump side by side (scored when the dump has a truth)",
+		Short: "Run every unwinding strategy on each dump side by side (scored when a dump has a truth)",
 		Long: `compare runs every unwinding strategy on each dump and prints their
 backtraces side by side; when the dump has a truth (the QEMU+GDB oracle's
 or the emulator's shadow call stack), each is scored against it (exact,
@@ -75,7 +75,7 @@ Arguments are expanded as analyze's are: dump files, directories
 dump gives one faultline.compare/1 object, several (or a directory or a
 pattern) a JSON array. A dump that cannot be decoded is reported on
 stderr, the others go on, and the exit status is then 1.`,
-		Args: args(cobra.MinimumNArgs(1)),
+		Args: minArgs(1, "one DUMP (a dump file, a directory or a glob)"),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			if err := c.check(); err != nil {
 				return err

@@ -28,7 +28,7 @@ func newConvert() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "convert --to native|crashcatcher|elfcore DUMP... -o OUT",
-		Short: "Convert a crash dump (any format faultline reads) to the native format or to CrashCatcher for CrashDebug",
+		Short: "Convert a crash dump (any format faultline reads) to the native format, to CrashCatcher for CrashDebug, or to an ELF core for GDB",
 		Long: `convert reads a dump in any format faultline detects (faultline.dump/1,
 CrashCatcher binary or hex, Zephyr coredump binary or #CD: log, Memfault
 CORE, an ARM ELF core file, a probe-rs coredump), or memory images plus register text with --regs, and writes it as
@@ -50,7 +50,7 @@ A symbolic link's target is replaced (the link stays); a FIFO or a
 device (/dev/null) is written through, never replaced, and a native
 manifest written there is self-contained. A self-contained manifest over
 64 MiB, which faultline would not read back, is refused.`,
-		Args: args(cobra.MinimumNArgs(1)),
+		Args: minArgs(1, "one DUMP (or memory images with --regs)"),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			switch {
 			case to != convertNative && to != convertCrashCatcher && to != convertELFCore:

@@ -189,7 +189,7 @@ func writeEmulateSummary(w io.Writer, res *emu.Result, path string) {
 	if fn != "" {
 		fmt.Fprintf(&b, " in %s", fn)
 	}
-	fmt.Fprintf(&b, " after %d instructions: %s.", res.Insns, c.Detail)
+	fmt.Fprintf(&b, " after %s: %s.", plural(int(res.Insns), "instruction"), c.Detail)
 	if c.HasAddress {
 		fmt.Fprintf(&b, " Fault address 0x%08x.", c.Address)
 	}
@@ -204,7 +204,7 @@ func writeEmulateSummary(w io.Writer, res *emu.Result, path string) {
 		b.WriteString(".")
 	}
 	if h := res.Handler; h != nil {
-		fmt.Fprintf(&b, " The handler then ran %d instructions and %s.", h.Insns, h.Reason)
+		fmt.Fprintf(&b, " The handler then ran %s and %s.", plural(int(h.Insns), "instruction"), h.Reason)
 	}
 	if path == "-" {
 		b.WriteString(" Wrote the dump to standard output.\n")

@@ -50,7 +50,7 @@ authentication, so only loopback addresses are accepted unless
 --allow-remote is given. With --stdio the protocol runs on standard input
 and output and diagnostics go to standard error. Run "set osabi none" in
 Debian's gdb-multiarch, which otherwise assumes GNU/Linux.`,
-		Args: args(cobra.ExactArgs(1)),
+		Args: exactArgs(1, "one DUMP"),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			if elfPath == "" {
 				return usagef("--elf is required")

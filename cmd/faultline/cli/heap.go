@@ -339,7 +339,7 @@ func writeFrames(b *strings.Builder, indent string, fr []HeapFrame) {
 func writeHeapText(w io.Writer, d *HeapDoc) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Heap of %s (allocator: %s)\n", d.ELF, d.Allocator)
-	fmt.Fprintf(&b, "Run ended after %d instructions: %s\n", d.Insns, d.Ended)
+	fmt.Fprintf(&b, "Run ended after %s: %s\n", plural(int(min(d.Insns, 1<<62)), "instruction"), d.Ended)
 	fmt.Fprintf(&b, "%s, %s; peak %d bytes at instruction %d", plural(int(min(d.Allocs, 1<<62)), "allocation"), plural(int(min(d.Frees, 1<<62)), "free"), d.PeakBytes, d.PeakInsn)
 	if len(d.PeakAt) > 0 {
 		fmt.Fprintf(&b, " (allocation from %s)", frameText(d.PeakAt[0]))

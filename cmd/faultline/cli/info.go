@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/faultline-dev/faultline/cmd/faultline/analysis"
 	"github.com/faultline-dev/faultline/elfsym"
 )
 
@@ -64,7 +65,7 @@ func writeInfo(w io.Writer, in elfsym.Info) error {
 		b.WriteString("\n")
 	}
 	if in.HasSymtab {
-		fmt.Fprintf(&b, "  symbols: %d functions (%d Thumb, %d ARM)\n", in.Functions, in.ThumbFuncs, in.ARMFuncs)
+		fmt.Fprintf(&b, "  symbols: %s (%d Thumb, %d ARM)\n", plural(in.Functions, "function"), in.ThumbFuncs, in.ARMFuncs)
 	} else {
 		b.WriteString("  symbols: none (no symbol table)\n")
 	}
@@ -86,7 +87,7 @@ func writeInfo(w io.Writer, in elfsym.Info) error {
 	}
 	b.WriteString("unwinding data\n")
 	if e := in.Exidx; e != nil {
-		fmt.Fprintf(&b, "  .ARM.exidx: %d entries (%d inline, %d in .ARM.extab, %d CANTUNWIND)\n", e.Entries, e.Inline, e.Extab, e.CantUnwind)
+		fmt.Fprintf(&b, "  .ARM.exidx: %s (%d inline, %d in .ARM.extab, %d CANTUNWIND)\n", analysis.Plural(e.Entries, "entry", "entries"), e.Inline, e.Extab, e.CantUnwind)
 		fmt.Fprintf(&b, "    functions: %d with their own entry, %d CANTUNWIND, %d only an earlier function's entry, %d not covered\n",
 			e.FuncsCovered, e.FuncsCantUnwind, e.FuncsInherited, e.FuncsUncovered)
 	} else {

@@ -55,7 +55,7 @@ spec) matches it:
 and a NEW failure otherwise. Exit status 1 when there is a new failure or
 an invalid case (the emulator could not run it, it did not fault, or the
 crash is not the expected one), 0 otherwise; 2 for a usage error.`,
-		Args: args(cobra.MaximumNArgs(1)),
+		Args: maxArgs(1, "one SPEC"),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			spec := DefaultMatrixSpec
 			if len(a) == 1 {
@@ -200,8 +200,8 @@ func runMatrix(cmd *cobra.Command, f *matrixFlags, specPath string) error {
 	for _, c := range rep.Cases {
 		busy += c.Duration
 	}
-	fmt.Fprintf(stderr, "matrix: %d case(s) in %v wall time with %d job(s): %v of wall time per case; each case took %v on average (emulation and %d strategies)\n",
-		n, rep.Elapsed.Round(time.Millisecond), min(f.jobs, n), (rep.Elapsed / time.Duration(n)).Round(100*time.Microsecond),
+	fmt.Fprintf(stderr, "matrix: %s in %v wall time with %s: %v of wall time per case; each case took %v on average (emulation and %d strategies)\n",
+		plural(n, "case"), rep.Elapsed.Round(time.Millisecond), plural(min(f.jobs, n), "job"), (rep.Elapsed / time.Duration(n)).Round(100*time.Microsecond),
 		(busy / time.Duration(n)).Round(100*time.Microsecond), len(rep.Strategies))
 	if rep.Failing() {
 		return exitError{code: ExitInput, err: fmt.Errorf("matrix: %d new failures, %d invalid cases", rep.Summary.NewFailures, rep.Summary.Invalid)}

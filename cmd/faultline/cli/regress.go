@@ -90,7 +90,7 @@ crashing thread's at the faulting frame). threads_truth compares each
 thread with the emulator's true stack of that thread (the dump's
 truth.threads; a thread that never ran has none and is not compared). A
 scenario whose firmware does not fault is an error, never a pass.`,
-		Args: args(cobra.ExactArgs(1)),
+		Args: exactArgs(1, "one SPEC"),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			return runRegress(cmd, &f, a[0])
 		},
@@ -175,8 +175,8 @@ func runRegress(cmd *cobra.Command, f *regressFlags, specPath string) error {
 	case sum.Interrupted:
 		return exitError{code: ExitInput, err: fmt.Errorf("regress: %s: interrupted", specPath)}
 	case !sum.OK():
-		return exitError{code: ExitInput, err: fmt.Errorf("regress: %s: %d of %d scenarios failed, %d could not run",
-			specPath, sum.Failed, len(sum.Results), sum.Errors)}
+		return exitError{code: ExitInput, err: fmt.Errorf("regress: %s: %d of %s failed, %d could not run",
+			specPath, sum.Failed, plural(len(sum.Results), "scenario"), sum.Errors)}
 	}
 	return nil
 }

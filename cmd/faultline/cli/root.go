@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/faultline-dev/faultline/cmd/faultline/analysis"
 	"github.com/faultline-dev/faultline/internal/outfile"
@@ -120,7 +122,7 @@ status registers in plain words, and says how sure it is of every frame.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.PersistentFlags().String("color", "auto", "colour the text output: auto (on a terminal, unless NO_COLOR is set), always or never")
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{flagError(err)} })
 	// The commands, in the order `faultline help` lists them (an explicit
 	// list: no init() registration).
 	root.AddCommand(newAnalyze(), newCompare(), newEmulate(), newSymbolize(), newInfo(),
@@ -166,6 +168,64 @@ func isCobraUsage(err error) bool {
 
 // args wraps a cobra positional-argument check so its failures are usage
 // errors.
+// flagError says what is wrong with a flag's value in a user's words: the
+// flag, the value and the kind of value wanted, not the parser's text
+// ("strconv.ParseUint: parsing ...").
+func flagError(err error) error {
+	var iv *pflag.InvalidValueError
+	if !errors.As(err, &iv) {
+		return err
+	}
+	want := "a valid value"
+	switch iv.GetFlag().Value.Type() {
+	case "uint", "uint8", "uint16", "uint32", "uint64":
+		want = "a whole number, 0 or more"
+	case "int", "int8", "int16", "int32", "int64":
+		want = "a whole number"
+	case "float32", "float64":
+		want = "a number"
+	case "bool":
+		want = "true or false"
+	case "duration":
+		want = "a duration such as 30s or 5m"
+	}
+	var ne *strconv.NumError
+	if errors.As(err, &ne) && errors.Is(ne.Err, strconv.ErrRange) {
+		return fmt.Errorf("--%s %q: too large or too small for this flag (want %s)", iv.GetFlag().Name, iv.GetValue(), want)
+	}
+	return fmt.Errorf("--%s %q: want %s", iv.GetFlag().Name, iv.GetValue(), want)
+}
+
+// minArgs, exactArgs and maxArgs check a command's arguments and say what
+// is missing or extra in words ("faultline analyze needs at least one
+// DUMP"), not cobra's "requires at least 1 arg(s)".
+func minArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, a []string) error {
+		if len(a) < n {
+			return usageError{fmt.Errorf("%s needs at least %s (see %s --help)", cmd.Name(), what, cmd.CommandPath())}
+		}
+		return nil
+	}
+}
+
+func exactArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, a []string) error {
+		if len(a) != n {
+			return usageError{fmt.Errorf("%s takes exactly %s, got %s (see %s --help)", cmd.Name(), what, plural(len(a), "argument"), cmd.CommandPath())}
+		}
+		return nil
+	}
+}
+
+func maxArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, a []string) error {
+		if len(a) > n {
+			return usageError{fmt.Errorf("%s takes at most %s, got %s (see %s --help)", cmd.Name(), what, plural(len(a), "argument"), cmd.CommandPath())}
+		}
+		return nil
+	}
+}
+
 func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, a []string) error {
 		if err := check(cmd, a); err != nil {

@@ -34,8 +34,10 @@ func newSymbolize() *cobra.Command {
 		Short: "Addresses to function, file:line and inlined callers (like addr2line -f -i)",
 		Long: `symbolize prints, for each address, the function and file:line of every
 inline level, innermost first, exactly as arm-none-eabi-addr2line -f -i -e
-does. With no ADDR it reads addresses from standard input, one or more per
-line. Addresses are hex (with or without 0x).
+does. With no ADDR it reads addresses from standard input and, like
+addr2line, answers each line once: its first field is the address, the
+rest of the line is ignored, an empty line is address 0, and a line may be
+of any length. Addresses are hex (with or without 0x).
 
 It is a drop-in for addr2line in scripts: with any of addr2line's flags
 -e FILE (--exe), -a (--addresses), -p (--pretty-print), -f (--functions)
@@ -160,18 +162,24 @@ llvm-symbolizer does.`,
 				// co-process over a pipe, yet writes in large blocks
 				// when the input is a file.
 				in := &flushingReader{r: cmd.InOrStdin(), w: out}
-				sc := bufio.NewScanner(in)
-				sc.Buffer(make([]byte, 64*1024), 1<<20)
-				for sc.Scan() {
-					if err := eachAddr(sc.Bytes(), do, doString); err != nil {
+				br := bufio.NewReaderSize(in, 64*1024)
+				var field []byte
+				for {
+					var ok bool
+					var err error
+					field, ok, err = firstField(br, field)
+					if in.flushErr != nil {
+						return in.flushErr
+					}
+					if err != nil {
+						return fmt.Errorf("reading addresses from standard input: %w", err)
+					}
+					if !ok {
+						break
+					}
+					if err := lineAddr(field, do, doString); err != nil {
 						return err
 					}
-				}
-				if in.flushErr != nil {
-					return in.flushErr
-				}
-				if err := sc.Err(); err != nil {
-					return fmt.Errorf("reading addresses from standard input: %w", err)
 				}
 			}
 			if format == "json" {
@@ -282,47 +290,60 @@ func (f *flushingReader) Read(p []byte) (int, error) {
 	return f.r.Read(p)
 }
 
-// eachAddr splits a line of input into fields as strings.Fields does and
-// calls do with each field's address. A field that is a plain 1- to
+// maxField bounds the first field of an input line that firstField
+// keeps: no address is longer; a longer field is kept one byte past the
+// bound, so it fails to parse as one.
+const maxField = 64
+
+// firstField reads one line of br, of any length, and returns its first
+// field (ASCII whitespace separates fields; CR is whitespace), in buf's
+// memory, at most maxField+1 bytes. ok is false at the end of the input.
+// Only the first field is an address, as for addr2line, which answers
+// each line once whatever follows the number.
+func firstField(br *bufio.Reader, buf []byte) (field []byte, ok bool, err error) {
+	buf = buf[:0]
+	started, ended, any := false, false, false
+	for {
+		chunk, err := br.ReadSlice('\n')
+		any = any || len(chunk) > 0
+		for _, c := range chunk {
+			if ended || c == '\n' {
+				break
+			}
+			if asciiSpace(c) {
+				ended = started
+				continue
+			}
+			started = true
+			if len(buf) <= maxField {
+				buf = append(buf, c)
+			}
+		}
+		switch {
+		case err == bufio.ErrBufferFull:
+			continue // a long line: read on to its end
+		case err == io.EOF:
+			return buf, any, nil
+		case err != nil:
+			return buf, false, err
+		}
+		return buf, true, nil
+	}
+}
+
+// lineAddr answers one input line from its first field: a plain 1- to
 // 8-digit hex number (with or without 0x) is parsed here without
-// allocating; anything else (and a line with non-ASCII bytes, whose
-// Unicode spaces strings.Fields would honour) goes through doString, which
-// parses it with parseAddr and reports its errors.
-func eachAddr(line []byte, do func(uint32) error, doString func(string) error) error {
-	for _, c := range line {
-		if c >= 0x80 {
-			for _, s := range strings.Fields(string(line)) {
-				if err := doString(s); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
+// allocating; anything else goes through doString, which parses it with
+// parseAddr and reports its errors. An empty line is address 0, which is
+// what addr2line answers for it.
+func lineAddr(field []byte, do func(uint32) error, doString func(string) error) error {
+	if len(field) == 0 {
+		return do(0)
 	}
-	for i := 0; i < len(line); {
-		for i < len(line) && asciiSpace(line[i]) {
-			i++
-		}
-		j := i
-		for j < len(line) && !asciiSpace(line[j]) {
-			j++
-		}
-		if i == j {
-			break
-		}
-		tok := line[i:j]
-		i = j
-		if a, ok := quickHex(tok); ok {
-			if err := do(a); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := doString(string(tok)); err != nil {
-			return err
-		}
+	if a, ok := quickHex(field); ok {
+		return do(a)
 	}
-	return nil
+	return doString(string(field))
 }
 
 // asciiSpace is the ASCII subset of unicode.IsSpace.

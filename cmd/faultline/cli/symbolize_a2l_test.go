@@ -110,3 +110,54 @@ func TestSymbolizeUnreadable(t *testing.T) {
 		t.Errorf("-e with --format json: exit %d %s", code, stderr)
 	}
 }
+
+// TestSymbolizeStdinLines: read from standard input, symbolize answers
+// each line once, as arm-none-eabi-addr2line does (recorded in
+// testdata/addr2line/stdin-lines*.txt for stdin-lines.input): the first
+// field is the address and the rest of the line is ignored, a blank line
+// is address 0, CRLF and 0X are accepted. At address 0 addr2line reads the
+// DWARF of code --gc-sections removed (relocated there); faultline never
+// does (a documented difference) and answers "??:0". A line of 100,000
+// bytes is one line, answered once (addr2line, reading 99 bytes at a time,
+// answers each piece).
+func TestSymbolizeStdinLines(t *testing.T) {
+	elf := filepath.Join(repo, "firmware-samples/build/gcc-m3-O2.elf")
+	input, err := os.ReadFile(filepath.Join(a2lDir, "stdin-lines.input"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(input), "\n"), "\n")
+	for _, c := range []struct {
+		flags, file string
+		per         int // output lines per answer
+	}{{"", "stdin-lines.txt", 1}, {"-a -f", "stdin-lines-af.txt", 3}} {
+		rec, err := os.ReadFile(filepath.Join(a2lDir, c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := strings.Split(strings.TrimSuffix(string(rec), "\n"), "\n")[1:] // the version comment
+		stdout, stderr, code := run(t, string(input), append([]string{"symbolize", "-e", elf}, strings.Fields(c.flags)...)...)
+		if code != 0 {
+			t.Fatalf("%q: exit %d: %s", c.flags, code, stderr)
+		}
+		got := strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")
+		if len(got) != len(lines)*c.per || len(want) != len(lines)*c.per {
+			t.Fatalf("%q: %d lines of output, addr2line %d, for %d input lines:\n%s", c.flags, len(got), len(want), len(lines), stdout)
+		}
+		for i, line := range lines {
+			g, w := got[i*c.per:(i+1)*c.per], want[i*c.per:(i+1)*c.per]
+			if strings.Join(g, "\n") == strings.Join(w, "\n") {
+				continue
+			}
+			if strings.TrimSpace(line) == "" && g[len(g)-1] == "??:0" && (c.per == 1 || g[0] == "0x00000000" && g[1] == "??") {
+				continue // address 0: the documented difference
+			}
+			t.Errorf("%q: line %d %q: got %q, addr2line %q", c.flags, i+1, line, g, w)
+		}
+	}
+	long := "0x1b2" + strings.Repeat(" ", 100000) + "0x1c0\n0x1c0\n"
+	stdout, stderr, code := run(t, long, "symbolize", "-e", elf)
+	if code != 0 || stdout != "./src/main.c:56\n./src/main.c:61\n" {
+		t.Errorf("a 100 kB line: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+}

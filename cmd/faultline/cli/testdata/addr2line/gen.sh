@@ -35,3 +35,13 @@ for pair in firmware-samples/build/gcc-m3-O2.elf:elfsym/testdata/oracle/firmware
 	cp "$addrs" "$name.addresses"
 	rm -f "$addrs"
 done
+# Lines of input: one answer per line whatever else is on it, an empty or
+# blank line (address 0), CRLF, 0X (TestSymbolizeStdinLines).
+elf=$repo/firmware-samples/build/gcc-m3-O2.elf
+for flags in "" "-a -f"; do
+	out="stdin-lines$(echo "$flags" | tr -d ' ').txt"
+	{
+		echo "# $("$ADDR2LINE" --version | head -1) $flags -e gcc-m3-O2.elf < stdin-lines.input"
+		"$ADDR2LINE" $flags -e "$elf" <stdin-lines.input
+	} >"$out"
+done
