@@ -229,6 +229,11 @@ func Unstack(t *Target, handler *Frame, exc ExcReturn, handlerSP uint32) (pseudo
 				r.Set(S(i), fp[i])
 			}
 			r.Set(FPSCR, fp[16])
+		} else {
+			var ue *UnmappedError
+			if errors.As(err, &ue) {
+				note = joinNote(note, fmt.Sprintf("S0-S15 and FPSCR of the FP frame are unknown: memory at 0x%08x is not in the dump", ue.Missing))
+			}
 		}
 		if ef.Size == 0xA8 {
 			var hi [16]uint32

@@ -20,13 +20,18 @@ type Memory interface {
 	Read(addr uint32, p []byte) error
 }
 
-// UnmappedError says which address could not be read.
+// UnmappedError says which read failed and where: Addr and Size are the
+// read, Missing the first address of it that no region covers.
 type UnmappedError struct {
-	Addr uint32
-	Size int
+	Addr    uint32
+	Size    int
+	Missing uint32
 }
 
 func (e *UnmappedError) Error() string {
+	if e.Missing != e.Addr {
+		return fmt.Sprintf("read of %d bytes at 0x%08x: memory at 0x%08x: %v", e.Size, e.Addr, e.Missing, ErrUnmapped)
+	}
 	return fmt.Sprintf("read of %d bytes at 0x%08x: %v", e.Size, e.Addr, ErrUnmapped)
 }
 
@@ -189,7 +194,7 @@ func (im *Image) Bytes(addr uint32, n int) ([]byte, bool) {
 // Read implements Memory. A read may span regions and layers.
 func (im *Image) Read(addr uint32, p []byte) error {
 	if uint64(addr)+uint64(len(p)) > 1<<32 {
-		return &UnmappedError{Addr: addr, Size: len(p)}
+		return &UnmappedError{Addr: addr, Size: len(p), Missing: addr}
 	}
 	if b, ok := im.slice(addr, len(p)); ok {
 		copy(p, b)
@@ -209,7 +214,7 @@ func (im *Image) Read(addr uint32, p []byte) error {
 			}
 		}
 		if !ok {
-			return &UnmappedError{Addr: addr, Size: len(p)}
+			return &UnmappedError{Addr: addr, Size: len(p), Missing: a}
 		}
 		end := min(r.End(), uint64(addr)+uint64(len(p)))
 		// A region of a higher layer may begin inside this run: stop there.

@@ -3,7 +3,9 @@ package unwinders
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -102,5 +104,24 @@ func TestParseRegSingles(t *testing.T) {
 		if r, ok := ParseReg(n); ok {
 			t.Errorf("ParseReg(%q) = %v; want no register", n, r)
 		}
+	}
+}
+
+// TestUnmappedErrorNamesMissingByte: a read that starts in the dump and
+// runs past its end names the first address that is missing, not the
+// start of the read (which is in the dump).
+func TestUnmappedErrorNamesMissingByte(t *testing.T) {
+	im := &Image{}
+	if err := im.AddLayer(Region{Addr: 0x1000, Data: make([]byte, 0x10)}); err != nil {
+		t.Fatal(err)
+	}
+	err := im.Read(0x1008, make([]byte, 0x68))
+	var ue *UnmappedError
+	if !errors.As(err, &ue) || ue.Addr != 0x1008 || ue.Missing != 0x1010 || !strings.Contains(err.Error(), "memory at 0x00001010: address not mapped") {
+		t.Errorf("got %v (%+v)", err, ue)
+	}
+	err = im.Read(0x2000, make([]byte, 4))
+	if !errors.As(err, &ue) || ue.Missing != 0x2000 || strings.Contains(err.Error(), "memory at") {
+		t.Errorf("wholly missing: %v", err)
 	}
 }

@@ -493,6 +493,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <div class="meta"><b>dump</b> {{.Dump}} &nbsp;·&nbsp; <b>firmware</b> {{if .ELF}}{{.ELF}}{{else}}none{{end}} &nbsp;·&nbsp; <b>cpu</b> {{.CPU}} &nbsp;·&nbsp; <b>unwinder</b> {{.Unwinder}}</div>
 </div></header>
 <main>
+{{if .Warnings}}<section><h2>Warnings</h2><ul class="warn">{{range .Warnings}}<li>{{.}}</li>{{end}}</ul></section>{{end}}
 <section class="fault">
 <h2>What happened</h2>
 {{if .Fault.Causes}}<table class="causes">
@@ -533,7 +534,6 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <h2>Registers <small>as the dump holds them</small></h2>
 <div class="regs">{{range .Regs}}<div{{if .Unknown}} class="unk"{{end}}><b>{{.Name}}</b><span>{{.Value}}</span>{{if .Note}}<em>{{.Note}}</em>{{end}}</div>{{end}}</div>
 </section>
-{{if .Warnings}}<section><h2>Warnings</h2><ul class="warn">{{range .Warnings}}<li>{{.}}</li>{{end}}</ul></section>{{end}}
 <footer>faultline · faultline.analysis/1</footer>
 </main>
 </body>

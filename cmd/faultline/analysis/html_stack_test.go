@@ -157,3 +157,18 @@ func TestAnalyzerConcurrent(t *testing.T) {
 		wg.Wait()
 	}
 }
+
+// TestHTMLWarningsFirst: the warnings (the pairing verdict among them)
+// come before the fault and the backtrace, where a reader starts.
+func TestHTMLWarningsFirst(t *testing.T) {
+	r := &Report{Warnings: []string{"gcc-m3-O2.elf may not be the firmware that crashed: build IDs differ"}, Frames: []FrameJSON{}}
+	var b strings.Builder
+	if err := WriteHTML(&b, r, nil, HTMLOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	w, f := strings.Index(page, "<h2>Warnings</h2>"), strings.Index(page, "<h2>What happened</h2>")
+	if w < 0 || f < 0 || w > f {
+		t.Errorf("warnings at %d, the fault at %d: want the warnings first", w, f)
+	}
+}

@@ -258,6 +258,12 @@ func runAnalyze(cmd *cobra.Command, c *commonFlags, raw *rawFlags, bf *batchFlag
 			return e.err
 		}
 	}
+	if n := len(jobs); n > 0 && n < plan.jobs {
+		// Fewer dumps than workers: the idle workers' shares of the
+		// budget go to the dumps there are (the loads read plan when
+		// they run).
+		plan = planBudget(bf.budget, n, inflight)
+	}
 	if c.format == "html" && multi && bf.output == "" && !bf.summary {
 		return usagef("--format html with several dumps needs -o DIR (one page per dump)")
 	}

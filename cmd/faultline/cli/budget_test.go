@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -179,5 +180,45 @@ func TestBatchMemoryBudget(t *testing.T) {
 	t.Logf("peak RSS %s for 8 dumps of 1 GiB each, -j 8, budget %s", crashdump.FormatBytes(rss), crashdump.FormatBytes(budget))
 	if rss <= 0 || rss > budget {
 		t.Errorf("peak RSS %d bytes: over the %d byte budget", rss, budget)
+	}
+}
+
+// TestSingleDumpGetsTheBudget: with fewer dumps than -j, the idle
+// workers' shares go to the dumps there are: one dump that needs about
+// 21 MB to decode fits a 64 MiB --max-memory even with -j 4 (half the
+// budget, 32 MiB, for the one dump; with the share of 4 workers it got
+// 16 MiB and was refused).
+func TestSingleDumpGetsTheBudget(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join(repo, "fixtures/qemu/gcc-m3-O2-udf.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ram, err := os.ReadFile(filepath.Join(repo, "fixtures/qemu/gcc-m3-O2-udf.ram.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(src, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["memory"] = []any{
+		map[string]any{"address": "0x20000000", "hex": hex.EncodeToString(ram)},
+		map[string]any{"address": "0x60000000", "hex": strings.Repeat("00", 3400<<10)},
+	}
+	delete(m, "truth")
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := int64(len(b)) * crashdump.DecodeFactor; n <= 16<<20 || n >= 32<<20 {
+		t.Fatalf("the dump needs %d bytes: want between 16 and 32 MiB", n)
+	}
+	dump := filepath.Join(t.TempDir(), "big.json")
+	if err := os.WriteFile(dump, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := run(t, "", "analyze", "-j", "4", "--max-memory", "64MiB", "--elf", filepath.Join(repo, "firmware-samples/build/gcc-m3-O2.elf"), dump)
+	if code != 0 {
+		t.Errorf("exit %d: %s", code, stderr)
 	}
 }
