@@ -45,7 +45,7 @@ truth is the emulator's shadow call stack at the fault.
 
 Exit status 3 when the firmware does not fault within --max-insns and
 --timeout.`,
-		Args: args(cobra.NoArgs),
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := f.config()
 			if err != nil {

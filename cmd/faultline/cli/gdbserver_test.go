@@ -34,7 +34,7 @@ func TestGDBServerUsage(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"gdbserver", gdbTestDump}, ExitUsage, "--elf is required"},
-		{[]string{"gdbserver", "--elf", gdbTestELF}, ExitUsage, "accepts 1 arg"},
+		{[]string{"gdbserver", "--elf", gdbTestELF}, ExitUsage, "gdbserver takes exactly one DUMP, got 0 arguments"},
 		{[]string{"gdbserver", "--elf", gdbTestELF, "--stdio", "--listen", "127.0.0.1:0", gdbTestDump}, ExitUsage, "exclude each other"},
 		{[]string{"gdbserver", "--elf", gdbTestELF, "--listen", "0.0.0.0:0", gdbTestDump}, ExitUsage, "not a loopback address"},
 		{[]string{"gdbserver", "--elf", gdbTestELF, "--listen", ":0", gdbTestDump}, ExitUsage, "not a loopback address"},

@@ -50,7 +50,7 @@ freed block (use after free), a write past a block's end into the
 allocator's bookkeeping or padding (overflow).
 
 Exit status 0 whatever the run found (use regress to fail on leaks).`,
-		Args: args(cobra.NoArgs),
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runHeap(cmd, &f) },
 	}
 	fl := cmd.Flags()

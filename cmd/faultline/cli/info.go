@@ -17,7 +17,7 @@ func newInfo() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "info --elf FW.elf",
 		Short: "What the ELF offers for unwinding (EXIDX coverage, DWARF, stack symbols, vectors)",
-		Args:  args(cobra.NoArgs),
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if elfPath == "" {
 				return usagef("--elf is required")

@@ -175,8 +175,8 @@ func runRegress(cmd *cobra.Command, f *regressFlags, specPath string) error {
 	case sum.Interrupted:
 		return exitError{code: ExitInput, err: fmt.Errorf("regress: %s: interrupted", specPath)}
 	case !sum.OK():
-		return exitError{code: ExitInput, err: fmt.Errorf("regress: %s: %d of %s failed, %d could not run",
-			specPath, sum.Failed, plural(len(sum.Results), "scenario"), sum.Errors)}
+		return exitError{code: ExitInput, err: fmt.Errorf("regress: %s: %d of %d scenarios failed, %d could not run",
+			specPath, sum.Failed, len(sum.Results), sum.Errors)}
 	}
 	return nil
 }

@@ -252,8 +252,8 @@ func TestRegressUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"regress"}, "accepts 1 arg"},
-		{[]string{"regress", sample, sample}, "accepts 1 arg"},
+		{[]string{"regress"}, "regress takes exactly one SPEC, got 0 arguments"},
+		{[]string{"regress", sample, sample}, "regress takes exactly one SPEC, got 2 arguments"},
 		{[]string{"regress", sample, "--unwinder", "magic"}, `--unwinder "magic": want one of auto`},
 		{[]string{"regress", sample, "--run", "("}, `--run "(": error parsing regexp`},
 		{[]string{"regress", sample, "--run", "^no such scenario$"}, "matches no scenario of"},

@@ -166,8 +166,6 @@ func isCobraUsage(err error) bool {
 	return false
 }
 
-// args wraps a cobra positional-argument check so its failures are usage
-// errors.
 // flagError says what is wrong with a flag's value in a user's words: the
 // flag, the value and the kind of value wanted, not the parser's text
 // ("strconv.ParseUint: parsing ...").
@@ -226,13 +224,13 @@ func maxArgs(n int, what string) cobra.PositionalArgs {
 	}
 }
 
-func args(check cobra.PositionalArgs) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, a []string) error {
-		if err := check(cmd, a); err != nil {
-			return usageError{err}
-		}
-		return nil
+// noArgs refuses positional arguments, naming them: "info takes no
+// arguments, got "extra"", not cobra's "unknown command".
+func noArgs(cmd *cobra.Command, a []string) error {
+	if len(a) > 0 {
+		return usageError{fmt.Errorf("%s takes no arguments, got %q (see %s --help)", cmd.Name(), strings.Join(a, " "), cmd.CommandPath())}
 	}
+	return nil
 }
 
 // versionString is faultline's version, with the Go version and, when the
