@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"debug/dwarf"
 	"debug/elf"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -135,14 +136,14 @@ func (f *File) buildDWARF() {
 	d, err := dwarf.New(sec(".debug_abbrev"), sec(".debug_aranges"), sec(".debug_frame"), info,
 		sec(".debug_line"), sec(".debug_pubnames"), sec(".debug_ranges"), sec(".debug_str"))
 	if err != nil {
-		f.warnf("DWARF ignored: %v", err)
+		f.warnf("DWARF ignored: %s", dwarfReason(err))
 		return
 	}
 	var rngLists []byte // what debug/dwarf holds as .debug_rnglists
 	for _, name := range []string{".debug_addr", ".debug_line_str", ".debug_str_offsets", ".debug_rnglists"} {
 		if data := sec(name); data != nil {
 			if err := d.AddSection(name, data); err != nil {
-				f.warnf("DWARF section %s ignored: %v", name, err)
+				f.warnf("DWARF section %s ignored: %s", name, dwarfReason(err))
 			} else if name == ".debug_rnglists" {
 				rngLists = data
 			}
@@ -782,4 +783,15 @@ func (dw *dwarfIndex) unitRangesAt(addr uint32, fn func(*cuRange) bool) {
 			return
 		}
 	}
+}
+
+// dwarfReason words a debug/dwarf error for a user: the section and offset
+// and what is wrong ("section .debug_info at offset 0x4: cannot determine
+// byte order"), not the library's "decoding dwarf section info".
+func dwarfReason(err error) string {
+	var de dwarf.DecodeError
+	if errors.As(err, &de) {
+		return fmt.Sprintf("section .debug_%s at offset 0x%x: %s", de.Name, uint64(de.Offset), de.Err)
+	}
+	return err.Error()
 }
