@@ -47,7 +47,7 @@ breakpoints are removed; the target is left halted unless --resume.
 
 The dump is written with the shared output rules (atomically; nothing
 under the final name when the capture fails).`,
-		Args: args(cobra.NoArgs),
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch {
 			case remote == "":
