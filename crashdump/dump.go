@@ -222,13 +222,7 @@ func Parse(data []byte, name string, readFile func(rel string) ([]byte, error)) 
 		return nil, &FormatError{File: name, Offset: -1, Err: ErrUnknownFormat,
 			Msg: fmt.Sprintf("unknown dump format (starts with % x): want a %s JSON manifest, a CrashCatcher dump (binary or hex), a Zephyr coredump (binary or #CD: log), a Memfault CORE dump, an ARM ELF core file or a probe-rs coredump", data[:n], FormatNative)}
 	}
-	d, err := f.Parse(data, name, readFile)
-	if err == nil && d.CPU == "" {
-		// A format without a CPU field (CrashCatcher, a manifest that
-		// omits it) may still hold the SCB: its CPUID names the core.
-		d.CPU, _ = CPUFromCPUID(d.Memory)
-	}
-	return d, err
+	return f.Parse(data, name, readFile)
 }
 
 // Load reads the dump at path and detects its format from the content,
