@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/faultline-dev/faultline/crashdump/fault"
+	mutation "github.com/faultline-dev/faultline/internal/mutate"
 	"github.com/faultline-dev/faultline/unwinders"
 )
 
@@ -81,6 +82,17 @@ func FuzzCombine(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(goodRegs, goodImage, uint32(0))
+	// A sample of the mutation sweep's register texts and images.
+	for i, m := range mutation.All(goodRegs, mutation.Options{}) {
+		if i%16 == 0 {
+			f.Add(m.Data, goodImage, uint32(0))
+		}
+	}
+	for i, m := range mutation.All(goodImage, mutation.Options{}) {
+		if i%16 == 0 {
+			f.Add(goodRegs, m.Data, uint32(0))
+		}
+	}
 	for _, r := range regs {
 		f.Add(r, goodImage, uint32(0))
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
+	"github.com/faultline-dev/faultline/internal/mutate"
 )
 
 // FuzzELF feeds arbitrary bytes as the firmware ELF of a real crash dump:
@@ -36,6 +37,16 @@ func FuzzELF(f *testing.F) {
 			f.Fatal(err)
 		}
 		f.Add(b)
+	}
+	// A sample of the mutation sweep's ELFs (internal/mutate: cuts at
+	// every header, section and segment boundary, bit flips, header
+	// fields at 0 or their maximum).
+	if b, err := os.ReadFile(seeds[len(seeds)-1]); err == nil {
+		for i, m := range mutate.All(b, mutate.Options{}) {
+			if i%24 == 0 {
+				f.Add(m.Data)
+			}
+		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		elf, err := elfsym.NewFile(bytes.NewReader(data), "fuzz.elf")
