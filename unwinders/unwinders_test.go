@@ -375,3 +375,45 @@ func (climb) Step(t *Target, fr []Frame) (Frame, error) {
 	f := fr[len(fr)-1]
 	return Frame{PC: 0x65, SP: f.SP + 4}, nil
 }
+
+// TestHandlerRanNothing: a PC in no function with EXC_RETURN in LR is a
+// handler that faulted on its first fetch only when the vector of its
+// exception (IPSR) holds that PC: then its exception frame is at SP.
+// Without that evidence the walk does not guess.
+func TestHandlerRanNothing(t *testing.T) {
+	const base = 0x20000200
+	for _, c := range []struct {
+		name   string
+		vector uint32
+		ipsr   uint32
+		frames int
+	}{
+		{"vector holds the PC", 0x30000001, 25, 3},
+		{"vector elsewhere", 0x00000011, 25, 1},
+		{"no exception number", 0x30000001, 0, 1},
+	} {
+		tg := exceptionTarget(t, base, []uint32{0, 0, 0, 0, 0, 0x63, 0x64, 0x01000000})
+		var vec [4]byte
+		binary.LittleEndian.PutUint32(vec[:], c.vector)
+		im := tg.Mem.(*Image)
+		if err := im.AddLayer(Region{Name: "vectors", Addr: 4 * 25, Data: vec[:]}); err != nil {
+			t.Fatal(err)
+		}
+		var r Registers
+		r.Set(PC, 0x30000000)
+		r.Set(LR, 0xFFFFFFF9)
+		r.Set(SP, base)
+		r.Set(XPSR, 0x01000000|c.ipsr)
+		res := Walk(tg, r, []Unwinder{LinkRegister{}}, Options{MaxFrames: 4})
+		if len(res.Frames) != c.frames {
+			t.Errorf("%s: %d frames (%v), want %d", c.name, len(res.Frames), res.Stop, c.frames)
+			continue
+		}
+		if c.frames > 1 {
+			f := res.Frames[0]
+			if res.Frames[1].Kind != KindException || res.Frames[2].PC != 0x64 || f.Confidence != ConfidenceHigh || !strings.Contains(f.Note, "ran nothing") {
+				t.Errorf("%s: frames %+v", c.name, res.Frames)
+			}
+		}
+	}
+}
