@@ -936,3 +936,23 @@ func ZephyrSavedSP(in Input, thread uint32) (uint32, bool) {
 	z := zreader{mem: in.Mem, elf: in.ELF, l: &l}
 	return z.field(thread, l.psp)
 }
+
+// ZephyrSavedExcReturn returns the EXC_RETURN the kernel saved for thread
+// at its last switch-out (arch.mode_exc_return, completed to 0xFFFFFFxx),
+// when the layout has it: bit 4 clear means the thread then had live FP
+// state, which it keeps (CONTROL.FPCA) once switched back in.
+func ZephyrSavedExcReturn(in Input, thread uint32) (uint32, bool) {
+	if in.ELF == nil || in.Mem == nil {
+		return 0, false
+	}
+	if _, ok := in.ELF.Symbol("_kernel"); !ok {
+		return 0, false
+	}
+	l, _ := in.Layouts.zephyrLayout(in.ELF, func() (zephyrLayout, []string) { return zephyrLayoutOf(in) })
+	z := zreader{mem: in.Mem, elf: in.ELF, l: &l}
+	v, ok := z.field(thread, l.excReturn)
+	if !ok || v&0xff == 0 {
+		return 0, false
+	}
+	return 0xFFFFFF00 | v&0xff, true
+}

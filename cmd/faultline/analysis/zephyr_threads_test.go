@@ -11,16 +11,18 @@ import (
 
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
+	"github.com/faultline-dev/faultline/unwinders"
 )
 
 // zephyrTruth is fixtures/rtos-zephyr/<build>.threads.json: each thread's
 // backtrace as GDB gave it in QEMU from the thread's saved context.
 type zephyrTruth struct {
 	Threads []struct {
-		ID      string `json:"id"`
-		Name    string `json:"name"`
-		Current bool   `json:"current"`
-		Frames  []struct {
+		ID        string            `json:"id"`
+		Name      string            `json:"name"`
+		Current   bool              `json:"current"`
+		Registers map[string]string `json:"registers"`
+		Frames    []struct {
 			Function string `json:"function"`
 			Kind     string `json:"kind"`
 		} `json:"frames"`
@@ -59,7 +61,7 @@ func TestZephyrThreadBacktraces(t *testing.T) {
 			build, scenario = name[:i], name[i+1:]
 		}
 		handler := "HardFault_Handler"
-		if scenario == "panic" || scenario == "panicram" {
+		if scenario == "panic" || scenario == "panicram" || scenario == "fppanic" {
 			handler = "SVC_Handler"
 		}
 		dir := filepath.Dir(p)
@@ -91,6 +93,15 @@ func TestZephyrThreadBacktraces(t *testing.T) {
 				byID := map[string]ThreadJSON{}
 				for _, th := range r.Threads {
 					byID[th.ID] = th
+				}
+				if handler == "SVC_Handler" && strings.HasSuffix(dump, ".zephyr.log") {
+					// The coredump's SP was 0: the recovered one must be
+					// the thread's SP before the SVC (26-word frames too).
+					for _, tt := range truth.Threads {
+						if got := r.Regs.Value(unwinders.SP); tt.Current && fmt.Sprintf("0x%x", got) != tt.Registers["sp"] {
+							t.Errorf("recovered SP 0x%x, want %s (warnings %q)", got, tt.Registers["sp"], r.Warnings)
+						}
+					}
 				}
 				for _, tt := range truth.Threads {
 					total++

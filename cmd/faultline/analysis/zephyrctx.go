@@ -72,7 +72,8 @@ func zephyrContext(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, t *unwin
 		}
 	}
 	if needSP {
-		return zephyrFindESF(d, lo, hi, name)
+		excRet, excOK := rtos.ZephyrSavedExcReturn(rtos.Input{ELF: elf, Mem: t.Mem, Layouts: facts.layouts}, cur.ID)
+		return zephyrFindESF(elf, d, t, chain, lo, hi, name, excRet, excOK)
 	}
 	if lo == 0 && hi == 0 {
 		return []string{fmt.Sprintf("the fault was taken in a handler (IPSR %d) and the coredump holds no PSP; thread %s's stack is not known, so the frame the interrupt stacked on it is not looked for: the walk stops at the handler's exception frame", ipsr, name)}
@@ -127,7 +128,7 @@ func stackBytes(d *crashdump.Dump, lo, hi uint32) (addrs []uint32, data [][]byte
 // zephyrFindESF looks for the arch block's exception frame on the current
 // thread's stack [lo, hi) (the whole dump when unknown) and sets SP above
 // it when it is found at exactly one place.
-func zephyrFindESF(d *crashdump.Dump, lo, hi uint32, name string) []string {
+func zephyrFindESF(elf *elfsym.File, d *crashdump.Dump, t *unwinders.Target, chain []unwinders.Unwinder, lo, hi uint32, name string, excRet uint32, excOK bool) []string {
 	var want [8]uint32
 	for i, reg := range []unwinders.Reg{unwinders.R0, unwinders.R1, unwinders.R2, unwinders.R3, unwinders.R12, unwinders.LR, unwinders.PC, unwinders.XPSR} {
 		v, ok := d.Regs.Get(reg)
@@ -172,12 +173,52 @@ func zephyrFindESF(d *crashdump.Dump, lo, hi uint32, name string) []string {
 		return []string{fmt.Sprintf("the coredump's SP is 0 and its exception frame (r0-r3, r12, lr, pc, xpsr) is found %d times on %s (at 0x%08x and 0x%08x): SP stays unknown", len(aligned), where, aligned[0], aligned[1])}
 	}
 	esf := aligned[0]
-	newSP := esf + 0x20
+	// The frame is 8 words, or 26 with live FP state (s0-s15, FPSCR):
+	// the coredump does not say which. Each is tried: the one whose walk
+	// reaches the thread's entry with every frame sure (no fallback) is
+	// taken; when both or neither do, the EXC_RETURN the kernel saved at
+	// the thread's last switch-out decides (live FP state then stays live),
+	// else the basic frame, and the note says it is not verified.
+	pad := uint32(0)
 	if want[7]&(1<<9) != 0 {
-		newSP += 4
+		pad = 4
+	}
+	basic, ext := esf+0x20+pad, esf+0x68+pad
+	okB, okE := zephyrCleanWalk(elf, d, t, chain, basic), zephyrCleanWalk(elf, d, t, chain, ext)
+	newSP, how := basic, "a basic 8-word frame, whose walk reaches the thread's entry (with live FP state it would be 26 words)"
+	switch {
+	case okE && !okB:
+		newSP, how = ext, "an extended 26-word frame (live FP state): only with it does the walk reach the thread's entry"
+	case okB == okE && excOK && excRet&0x10 == 0:
+		newSP, how = ext, fmt.Sprintf("an extended 26-word frame: the thread had live FP state at its last switch-out (saved EXC_RETURN 0x%08x), which it keeps", excRet)
+	case okB == okE && excOK:
+		how = fmt.Sprintf("a basic 8-word frame: the thread had no live FP state at its last switch-out (saved EXC_RETURN 0x%08x); unverified, it may have used FP since", excRet)
+	case !okB:
+		how = "unverified: a basic 8-word frame assumed; neither it nor an extended 26-word frame (live FP state) gives a walk that surely reaches the thread's entry"
+	case okE:
+		how = "unverified: a basic 8-word frame assumed; an extended 26-word frame (live FP state) gives a walk that reaches the thread's entry too"
 	}
 	d.Regs.Set(unwinders.SP, newSP)
-	return []string{fmt.Sprintf("the coredump's SP is 0 (Zephyr records it only in its fault handler, not for k_oops/k_panic or an assertion): its exception frame (r0-r3, r12, lr, pc, xpsr, all eight equal) is at 0x%08x on %s, the only place it is, so SP before the exception was 0x%08x (a basic 8-word frame: a thread with live FP registers would have stacked 26 words)", esf, where, newSP)}
+	return []string{fmt.Sprintf("the coredump's SP is 0 (Zephyr records it only in its fault handler, not for k_oops/k_panic or an assertion): its exception frame (r0-r3, r12, lr, pc, xpsr, all eight equal) is at 0x%08x on %s, the only place it is, so SP before the exception was 0x%08x (%s)", esf, where, newSP, how)}
+}
+
+// zephyrCleanWalk says whether the walk from the dump's registers with SP
+// sp reaches the thread's entry function with every frame of high
+// confidence (no stack scan or other fallback).
+func zephyrCleanWalk(elf *elfsym.File, d *crashdump.Dump, t *unwinders.Target, chain []unwinders.Unwinder, sp uint32) bool {
+	regs := d.Regs
+	regs.Set(unwinders.SP, sp)
+	res := unwinders.Walk(t, regs, chain, unwinders.Options{MaxFrames: maxThreadFrames})
+	n, ok := cutAtTaskEntry(elf, "zephyr", res.Frames)
+	if !ok {
+		return false
+	}
+	for _, f := range res.Frames[:n] {
+		if f.Kind == unwinders.KindNormal && f.Confidence < unwinders.ConfidenceHigh {
+			return false
+		}
+	}
+	return true
 }
 
 // zephyrFindPSP looks for the exception frame an interrupt stacked on the

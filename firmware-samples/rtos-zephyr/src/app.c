@@ -27,7 +27,9 @@
  *   4  as 0, but the coredump holds all of RAM in one memory block, as
  *      Zephyr 2.x writes it by default (CONFIG_DEBUG_COREDUMP_MEMORY_DUMP_LINKER_RAM);
  *   5  as 2 (k_panic), with all of RAM in one block as in 4: the exception
- *      frame is then in memory twice (its copy in the coredump's arch_blk).
+ *      frame is then in memory twice (its copy in the coredump's arch_blk);
+ *   6  the filter raises k_panic() with live FP state (M4F: an extended
+ *      exception frame).
  */
 #include "zkernel.h"
 
@@ -200,6 +202,13 @@ static void suspender_main(void *p1, void *p2, void *p3)
 Z_NOINLINE static sample_t run_filter(sample_t x, sample_t k)
 {
 	sample_t y = x * k + K_BIAS;
+	if (z_scenario == 6) {
+		/* Scenario 6: a k_panic with live FP state (M4F: the SVC stacks
+		 * an extended frame, 26 words). */
+		k_sleep(10);
+		y = y * k;
+		k_panic();
+	}
 	k_sleep(50000);
 	return y * k + x; /* x, k, y live across the call */
 }
@@ -262,8 +271,8 @@ int z_sys_fatal_error_handler(uint32_t reason)
 void app_main(void)
 {
 	z_printk("*** Booting Zephyr OS build zkernel ***\r\n");
-	static const char *const digits[] = {"0", "1", "2", "3", "4", "5"};
-	z_log(LOG_LEVEL_INF, "app", "starting 8 threads, scenario ", digits[z_scenario < 6 ? z_scenario : 0]);
+	static const char *const digits[] = {"0", "1", "2", "3", "4", "5", "6"};
+	z_log(LOG_LEVEL_INF, "app", "starting 8 threads, scenario ", digits[z_scenario < 7 ? z_scenario : 0]);
 	z_mpu_guard_null();
 	k_sem_init(&sem_data, 0, 1);
 	k_thread_create(&idle_thread, "idle", idle_stack, sizeof idle_stack, idle_main, 0, 0, 0, K_LOWEST_PRIO, 1);
