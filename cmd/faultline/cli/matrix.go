@@ -115,7 +115,7 @@ func runMatrix(cmd *cobra.Command, f *matrixFlags, specPath string) error {
 	if err != nil {
 		return fmt.Errorf("matrix: %w", err)
 	}
-	if err := checkMatrixOutputs(f, specPath, known); err != nil {
+	if err := checkMatrixOutputs(f, spec, known); err != nil {
 		return err
 	}
 	for _, w := range spec.Warnings() {
@@ -210,10 +210,14 @@ func runMatrix(cmd *cobra.Command, f *matrixFlags, specPath string) error {
 }
 
 // checkMatrixOutputs refuses, before any case runs, an -o or
-// --update-readme that is a directory or one of the inputs (the spec, the
-// known-failures file), and an -o that is the README being updated.
-func checkMatrixOutputs(f *matrixFlags, specPath string, known *matrix.Known) error {
-	inputs := []string{specPath}
+// --update-readme that is a directory or one of the inputs (the spec, its
+// builds' ELFs, the known-failures file), and an -o that is the README
+// being updated.
+func checkMatrixOutputs(f *matrixFlags, spec *matrix.Spec, known *matrix.Known) error {
+	inputs := []string{spec.Path}
+	for _, b := range spec.Builds {
+		inputs = append(inputs, spec.ELFPath(b))
+	}
 	if known != nil {
 		inputs = append(inputs, known.File)
 	}

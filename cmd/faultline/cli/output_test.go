@@ -179,10 +179,14 @@ func TestOutputIsNeverAnInput(t *testing.T) {
 	copyFile(t, filepath.Join(repo, regressDir, "sample.json"), spec)
 	mspec := filepath.Join(dir, "matrix.json")
 	copyFile(t, filepath.Join(repo, "firmware-samples/matrix/matrix.json"), mspec)
+	// A build's ELF of the matrix spec (its path relative to the spec).
+	matrixELF := filepath.Join(dir, "build", "gcc-m0plus-O0.elf")
+	os.MkdirAll(filepath.Dir(matrixELF), 0o755)
+	copyFile(t, sampleELF, matrixELF)
 	hardSpec := filepath.Join(dir, "hard-spec.json")
 	os.Link(spec, hardSpec)
 	snapshot := map[string]string{}
-	for _, p := range []string{in, elf, regs, spec, mspec} {
+	for _, p := range []string{in, elf, regs, spec, mspec, matrixELF} {
 		b, _ := os.ReadFile(p)
 		snapshot[p] = string(b)
 	}
@@ -199,6 +203,7 @@ func TestOutputIsNeverAnInput(t *testing.T) {
 		{[]string{"regress", spec, "--junit", spec}, "is the input " + spec},
 		{[]string{"regress", spec, "--junit", hardSpec}, "is the input " + spec},
 		{[]string{"matrix", mspec, "-o", mspec}, "is the input " + mspec},
+		{[]string{"matrix", mspec, "-o", matrixELF}, "is the input " + matrixELF},
 		{[]string{"matrix", mspec, "--update-readme", mspec}, "is the input " + mspec},
 		{[]string{"regress", spec, "--junit", dir}, "is a directory"},
 		{[]string{"matrix", mspec, "-o", dir}, "is a directory"},
