@@ -128,7 +128,7 @@ func Capture(c *client.Client, opt Options) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := applySets(c, opt); err != nil {
+		if err := applySets(c, opt, warn); err != nil {
 			return nil, err
 		}
 		name, s, err := waitFault(c, hs, opt)
@@ -220,7 +220,7 @@ func handlerName(f *elfsym.File, h handler) string {
 // applySets writes each --set value at the symbol's address and, for
 // initialised data, at its load address (the startup code copies .data
 // from there), as `emulate` does.
-func applySets(c *client.Client, opt Options) error {
+func applySets(c *client.Client, opt Options, warn func(string, ...any)) error {
 	if len(opt.Sets) == 0 {
 		return nil
 	}
@@ -263,8 +263,14 @@ func applySets(c *client.Client, opt Options) error {
 				addrs = append(addrs, uint32(p.Paddr+(uint64(addr)-p.Vaddr)))
 			}
 		}
-		for _, a := range addrs {
+		for i, a := range addrs {
 			if err := c.WriteMemory(a, buf[:size]); err != nil {
+				var er *client.ErrorReply
+				if i > 0 && errors.As(err, &er) {
+					// Flash behind a probe is often not writable this way.
+					warn("--set %s: the load address 0x%08x (the initial value the startup code copies) could not be written (%s): unless the target is already past its startup, the value set at 0x%08x may be overwritten", s.Symbol, a, er.Code, addr)
+					continue
+				}
 				return fmt.Errorf("--set %s at 0x%08x: %w", s.Symbol, a, err)
 			}
 		}
@@ -388,32 +394,32 @@ func read(c *client.Client, desc *client.Description, mmap []client.MemoryRegion
 		d.Memory = append(d.Memory, readable(r, data, h)...)
 		return nil
 	}
-	// System registers first: the core's name decides what else exists.
-	if err := add(Range{Addr: scbBase, Size: scbLen, Why: "SCB"}); err != nil {
+	// CPUID first: the core's name decides which system registers exist.
+	sys := []Range{{Addr: scbBase, Size: scbLen, Why: "SCB"}}
+	cpuid, h, err := c.ReadMemory(scbBase, 4, nil)
+	if err != nil {
 		return nil, err
 	}
-	cpuid, ok := memWord(d, scbBase)
-	if ok {
-		d.CPU = cores[cpuid>>4&0xfff]
-	}
-	if d.CPU == "" {
-		warn("CPUID 0x%08x names no Cortex-M core faultline knows; the dump names no CPU", cpuid)
+	if len(h) == 0 {
+		v := binary.LittleEndian.Uint32(cpuid)
+		if d.CPU = cores[v>>4&0xfff]; d.CPU == "" {
+			warn("CPUID 0x%08x names no Cortex-M core faultline knows; the dump names no CPU", v)
+		}
+	} else {
+		warn("CPUID could not be read (%s); the dump names no CPU", h[0].Reply)
 	}
 	switch d.CPU {
 	case "cortex-m33", "cortex-m35p", "cortex-m55", "cortex-m85":
-		if err := add(Range{Addr: sauBase, Size: sauLen, Why: "SFSR/SFAR"}); err != nil {
-			return nil, err
-		}
+		sys = append(sys, Range{Addr: sauBase, Size: sauLen, Why: "SFSR/SFAR"})
 	}
 	if hasFP(desc) {
-		if err := add(Range{Addr: fpBase, Size: fpLen, Why: "FPCCR/FPCAR/FPDSCR"}); err != nil {
-			return nil, err
-		}
+		sys = append(sys, Range{Addr: fpBase, Size: fpLen, Why: "FPCCR/FPCAR/FPDSCR"})
 	}
 	rs, err := ramRanges(opt, d, mmap, warn)
 	if err != nil {
 		return nil, err
 	}
+	rs = merge(append(rs, sys...))
 	for _, r := range rs {
 		if err := add(r); err != nil {
 			return nil, err
@@ -430,15 +436,6 @@ func read(c *client.Client, desc *client.Description, mmap []client.MemoryRegion
 func hasFP(desc *client.Description) bool {
 	_, ok := desc.Lookup("fpscr")
 	return ok
-}
-
-func memWord(d *crashdump.Dump, addr uint32) (uint32, bool) {
-	for _, r := range d.Memory {
-		if r.Contains(addr) && uint64(addr)+4 <= r.End() {
-			return binary.LittleEndian.Uint32(r.Data[addr-r.Addr:]), true
-		}
-	}
-	return 0, false
 }
 
 // readable splits a range read into the regions outside its holes.
@@ -517,8 +514,23 @@ func ramRanges(opt Options, d *crashdump.Dump, mmap []client.MemoryRegion, warn 
 			return nil, fmt.Errorf("%s 0x%08x size %d: more than %d bytes", r.Why, r.Addr, r.Size, MaxRegion)
 		}
 	}
-	_ = mmap
-	return merge(rs), nil
+	// A range the server's memory map does not cover is still asked for
+	// (the server answers or refuses), and said.
+	for _, r := range rs {
+		if len(mmap) > 0 && !inMap(mmap, r) {
+			warn("%s 0x%08x-0x%08x lies outside the server's memory map", r.Why, r.Addr, r.end())
+		}
+	}
+	return rs, nil
+}
+
+func inMap(mmap []client.MemoryRegion, r Range) bool {
+	for _, m := range mmap {
+		if r.Addr >= m.Start && r.end() <= uint64(m.Start)+m.Length {
+			return true
+		}
+	}
+	return false
 }
 
 func covered(rs []Range, a uint32) bool {
@@ -543,7 +555,11 @@ func merge(rs []Range) []Range {
 		if r.Size == 0 {
 			continue
 		}
-		if n := len(out); n > 0 && uint64(r.Addr) <= out[n-1].end()+mergeGap {
+		gap := uint64(mergeGap)
+		if r.Addr >= 0xe0000000 {
+			gap = 0 // system registers: only what was asked for
+		}
+		if n := len(out); n > 0 && uint64(r.Addr) <= out[n-1].end()+gap {
 			if r.end() > out[n-1].end() {
 				out[n-1].Size = uint32(r.end() - uint64(out[n-1].Addr))
 			}

@@ -1,0 +1,203 @@
+package cli
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/faultline-dev/faultline/crashdump"
+	"github.com/faultline-dev/faultline/gdbserver/client/clienttest"
+	"github.com/faultline-dev/faultline/unwinders"
+)
+
+// fakeTarget is a scripted server holding a Cortex-M3 halted in
+// HardFault_Handler of gcc-m3-O2 (registers in GDB's default layout, no
+// target description), its SCB block and 16 KiB of RAM.
+func fakeTarget(t *testing.T) (*clienttest.Server, string) {
+	t.Helper()
+	le := func(v uint32) string {
+		var b [4]byte
+		binary.LittleEndian.PutUint32(b[:], v)
+		return fmt.Sprintf("%x", b)
+	}
+	var g strings.Builder
+	for i := 0; i < 13; i++ {
+		g.WriteString(le(uint32(i)))
+	}
+	g.WriteString(le(0x20003f90) + le(0xfffffff9) + le(0xc0))
+	g.WriteString(strings.Repeat("0", 8*24+8)) // f0-f7, fps
+	g.WriteString(le(0x01000003))
+	scb := make([]byte, 0x40)
+	binary.LittleEndian.PutUint32(scb, 0x412fc231)
+	s := &clienttest.Server{
+		PacketSize: 0x204,
+		G:          g.String(),
+		P:          map[int]string{15: le(0x100)},
+		Mem:        []clienttest.Region{{Addr: 0xe000ed00, Data: scb}, {Addr: 0x20000000, Data: make([]byte, 0x4000)}},
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		conn, err := l.Accept()
+		if err == nil {
+			s.Serve(conn)
+		}
+	}()
+	return s, l.Addr().String()
+}
+
+// A server that drops the connection in the middle of the RAM read: exit
+// 1, a message that says so, and no file under the output's name (nor
+// anything else in its directory).
+func TestCaptureDroppedConnectionWritesNothing(t *testing.T) {
+	s, addr := fakeTarget(t)
+	s.DropAfterReads = 6
+	dir := t.TempDir()
+	out := filepath.Join(dir, "crash.json")
+	elf := filepath.Join(repo, "firmware-samples/build/gcc-m3-O2.elf")
+	_, stderr, code := run(t, "", "capture", "--remote", addr, "--elf", elf, "-o", out)
+	if code != ExitInput || !strings.Contains(stderr, "closed the connection") {
+		t.Fatalf("exit %d, stderr %q: want 1 and \"closed the connection\"", code, stderr)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 0 {
+		t.Errorf("files left in the output directory: %v", ents)
+	}
+}
+
+// --wait-fault on a target that never stops at a handler: exit status 3,
+// the target interrupted, the breakpoints removed again.
+func TestCaptureWaitFaultTimeout(t *testing.T) {
+	s, addr := fakeTarget(t)
+	s.Run = true
+	elf := filepath.Join(repo, "firmware-samples/build/gcc-m3-O2.elf")
+	out := filepath.Join(t.TempDir(), "crash.json")
+	_, stderr, code := run(t, "", "capture", "--remote", addr, "--elf", elf, "-o", out, "--wait-fault", "--timeout", "300ms", "--set", "crash_scenario=4")
+	if code != ExitNoFault || !strings.Contains(stderr, "did not fault") {
+		t.Fatalf("exit %d, stderr %q: want 3 and \"did not fault\"", code, stderr)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("a dump was written although the target did not fault")
+	}
+	set, removed := map[string]bool{}, map[string]bool{}
+	for _, p := range s.Log() {
+		switch {
+		case strings.HasPrefix(p, "Z1,"):
+			set[p[3:]] = true
+		case strings.HasPrefix(p, "z1,"):
+			removed[p[3:]] = true
+		}
+	}
+	if len(set) == 0 {
+		t.Fatal("no hardware breakpoint was set")
+	}
+	for bp := range set {
+		if !removed[bp] {
+			t.Errorf("breakpoint %s was not removed", bp)
+		}
+	}
+}
+
+// A dump served by `faultline gdbserver` and captured back (its regions
+// as --region) has the same registers and the same memory, byte for byte.
+func TestCaptureRoundTripThroughGDBServer(t *testing.T) {
+	for _, name := range []string{"gcc-m3-O2-psp_thread", "gcc-m4f-O2-fpu_crash"} {
+		t.Run(name, func(t *testing.T) {
+			build := strings.TrimSuffix(strings.TrimSuffix(name, "-psp_thread"), "-fpu_crash")
+			elf := filepath.Join(repo, "firmware-samples/build", build+".elf")
+			dump := filepath.Join(repo, "fixtures/qemu", name+".json")
+			orig, err := crashdump.Load(dump)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer orig.Close()
+			errR, errW := io.Pipe()
+			done := make(chan int, 1)
+			go func() {
+				code := Run([]string{"gdbserver", "--listen", "127.0.0.1:0", "--sessions", "1", "--elf", elf, dump},
+					strings.NewReader(""), io.Discard, errW)
+				errW.Close()
+				done <- code
+			}()
+			lines := bufio.NewScanner(errR)
+			var addr string
+			re := regexp.MustCompile(`target remote (127\.0\.0\.1:\d+)`)
+			for addr == "" && lines.Scan() {
+				if m := re.FindStringSubmatch(lines.Text()); m != nil {
+					addr = m[1]
+				}
+			}
+			if addr == "" {
+				t.Fatal("the server did not say where it listens")
+			}
+			go io.Copy(io.Discard, errR)
+			args := []string{"capture", "--remote", addr, "--elf", elf, "-o", filepath.Join(t.TempDir(), "back.json")}
+			for _, r := range orig.Memory {
+				args = append(args, "--region", fmt.Sprintf("%#x:%d", r.Addr, len(r.Data)))
+			}
+			_, stderr, code := run(t, "", args...)
+			if code != 0 {
+				t.Fatalf("capture: exit %d: %s", code, stderr)
+			}
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("gdbserver did not end its one session")
+			}
+			back, err := crashdump.Load(args[6])
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer back.Close()
+			if !back.Regs.Equal(&orig.Regs) {
+				var diff []string
+				for r := unwinders.Reg(0); int(r) < unwinders.NumRegs; r++ {
+					a, okA := orig.Regs.Get(r)
+					b, okB := back.Regs.Get(r)
+					if a != b || okA != okB {
+						diff = append(diff, fmt.Sprintf("%s: served %#x (%v), captured %#x (%v)", r, a, okA, b, okB))
+					}
+				}
+				t.Errorf("registers differ: %s", strings.Join(diff, "; "))
+			}
+			if back.BuildID != orig.BuildID && orig.BuildID != "" {
+				t.Errorf("build ID %q, want %q", back.BuildID, orig.BuildID)
+			}
+			img := func(d *crashdump.Dump) map[uint32]byte {
+				m := map[uint32]byte{}
+				for _, r := range d.Memory {
+					for i, b := range r.Data {
+						m[r.Addr+uint32(i)] = b
+					}
+				}
+				return m
+			}
+			a, b := img(orig), img(back)
+			if len(a) != len(b) {
+				t.Errorf("memory: served %d bytes, captured %d", len(a), len(b))
+			}
+			bad := 0
+			for k, v := range a {
+				if w, ok := b[k]; !ok || w != v {
+					if bad++; bad < 5 {
+						t.Errorf("memory 0x%08x: served %#02x, captured %#02x (%v)", k, v, w, ok)
+					}
+				}
+			}
+			if bad > 0 {
+				t.Errorf("%d bytes differ", bad)
+			}
+		})
+	}
+}
