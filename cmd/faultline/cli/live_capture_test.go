@@ -149,7 +149,8 @@ func liveFrames(r analysis.Report) []string {
 }
 
 // TestCaptureQEMUEqualsOracle: for every QEMU oracle scenario of gcc-m3-O2
-// (mps2-an385) and gcc-m4f-O2 (mps2-an386, with an FP context), capture
+// (mps2-an385) and gcc-m4f-O2 (mps2-an386, with an FP context), and the
+// FreeRTOS look-alike's gcc-m33-O2 (mps2-an505, 13 threads), capture
 // --wait-fault --set crash_scenario=N against qemu-system-arm, then
 // compare analyze on the capture with analyze on the committed oracle
 // dump (fixtures/qemu, taken by GDB at the same breakpoint):
@@ -169,25 +170,40 @@ func liveFrames(r analysis.Report) []string {
 // stop reason must say) and is compared up to there; the oracle's
 // continues into the thread.
 func TestCaptureQEMUEqualsOracle(t *testing.T) {
-	builds := []struct{ build, machine string }{
+	type liveCase struct{ name, elf, machine, oracle, set string }
+	var cases []liveCase
+	for _, b := range []struct{ build, machine string }{
 		{"gcc-m3-O2", "mps2-an385"},
 		{"gcc-m4f-O2", "mps2-an386"},
-	}
-	dir := t.TempDir()
-	n := 0
-	for _, b := range builds {
+	} {
 		elf := filepath.Join(repo, "firmware-samples/build", b.build+".elf")
 		for _, sc := range []string{"null_write_deep", "null_fnptr", "udf", "div0", "irq_crash", "psp_thread", "fpu_crash"} {
 			oracle := filepath.Join(repo, "fixtures/qemu", b.build+"-"+sc+".json")
-			if _, err := os.Stat(oracle); err != nil {
-				continue
+			if _, err := os.Stat(oracle); err == nil {
+				cases = append(cases, liveCase{b.build + "-" + sc, elf, b.machine, oracle, fmt.Sprintf("crash_scenario=%d", scenarioNumbers[sc])})
 			}
+		}
+	}
+	// Cortex-M33 (mps2-an505): the FreeRTOS look-alike crashes a task on
+	// its own; its QEMU+GDB oracle is fixtures/rtos/freertos (taken at the
+	// same breakpoint). The exception frame is on the task's stack (PSP).
+	cases = append(cases, liveCase{"freertos-gcc-m33-O2", filepath.Join(repo, "firmware-samples/rtos-freertos/build/gcc-m33-O2.elf"),
+		"mps2-an505", filepath.Join(repo, "fixtures/rtos/freertos/gcc-m33-O2.json"), ""})
+	dir := t.TempDir()
+	n := 0
+	for _, lc := range cases {
+		{
 			n++
-			t.Run(b.build+"-"+sc, func(t *testing.T) {
+			b := struct{ build, machine string }{lc.name, lc.machine}
+			elf, oracle, sc := lc.elf, lc.oracle, lc.name
+			t.Run(lc.name, func(t *testing.T) {
 				remote := startQEMU(t, b.machine, elf)
-				out := filepath.Join(dir, b.build+"-"+sc+".json")
-				_, stderr, code := run(t, "", "capture", "--remote", remote, "--elf", elf, "-o", out,
-					"--wait-fault", "--timeout", "20s", "--set", fmt.Sprintf("crash_scenario=%d", scenarioNumbers[sc]))
+				out := filepath.Join(dir, lc.name+".json")
+				args := []string{"capture", "--remote", remote, "--elf", elf, "-o", out, "--wait-fault", "--timeout", "20s"}
+				if lc.set != "" {
+					args = append(args, "--set", lc.set)
+				}
+				_, stderr, code := run(t, "", args...)
 				if code != 0 {
 					t.Fatalf("capture: exit %d: %s", code, stderr)
 				}
@@ -209,7 +225,7 @@ func TestCaptureQEMUEqualsOracle(t *testing.T) {
 					}
 				}
 				need := []string{"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "sp", "lr", "pc", "xpsr", "msp"}
-				if strings.Contains(b.build, "m4f") {
+				if strings.Contains(b.build, "m4f") || strings.Contains(b.build, "m33") {
 					for i := 0; i < 32; i++ {
 						need = append(need, fmt.Sprintf("s%d", i))
 					}
@@ -226,7 +242,8 @@ func TestCaptureQEMUEqualsOracle(t *testing.T) {
 					}
 				}
 				g, w := liveFrames(got.Report), liveFrames(want.Report)
-				if sc == "psp_thread" {
+				pspFrame := strings.HasSuffix(sc, "psp_thread") || strings.Contains(sc, "freertos")
+				if pspFrame {
 					i := slices.IndexFunc(w, func(s string) bool { return strings.HasPrefix(s, "<exception>") })
 					if i < 0 {
 						t.Fatalf("the oracle's psp_thread backtrace has no exception frame: %q", w)
@@ -242,15 +259,60 @@ func TestCaptureQEMUEqualsOracle(t *testing.T) {
 				if !slices.Equal(g, w) {
 					t.Errorf("frames differ:\n capture %q\n oracle  %q", g, w)
 				}
-				if len(g) < 2 && sc != "psp_thread" {
+				// RTOS threads: the same list; the switched-out ones (their
+				// contexts are in RAM) walk the same. The running one's
+				// stack needs the PSP, unknown here.
+				if len(got.Threads) != len(want.Threads) {
+					t.Errorf("%d threads, oracle %d", len(got.Threads), len(want.Threads))
+				}
+				for i := range min(len(got.Threads), len(want.Threads)) {
+					gt, wt := got.Threads[i], want.Threads[i]
+					if gt.Name != wt.Name || gt.State != wt.State || gt.Current != wt.Current {
+						t.Errorf("thread %d: %s %s current=%v, oracle %s %s current=%v", i, gt.Name, gt.State, gt.Current, wt.Name, wt.State, wt.Current)
+					}
+					if !gt.Current {
+						gf := liveFrames(analysis.Report{Frames: gt.Frames})
+						wf := liveFrames(analysis.Report{Frames: wt.Frames})
+						if !slices.Equal(gf, wf) {
+							t.Errorf("thread %s: frames differ:\n capture %q\n oracle  %q", gt.Name, gf, wf)
+						}
+					}
+				}
+				if len(g) < 2 && !pspFrame {
 					t.Errorf("backtrace too short: %q", g)
 				}
 			})
 		}
 	}
-	if n < 12 {
-		t.Errorf("only %d oracle scenarios found for gcc-m3-O2 and gcc-m4f-O2", n)
+	if n < 13 {
+		t.Errorf("only %d oracle scenarios found for gcc-m3-O2, gcc-m4f-O2 and the M33", n)
 	}
 }
 
 var pspReg = unwinders.PSP
+
+// The other output formats and --analyze: one capture of div0 per format;
+// analyze gives the same frames on each, and --analyze prints the report.
+func TestCaptureFormatsAndAnalyze(t *testing.T) {
+	elf := filepath.Join(repo, "firmware-samples/build/gcc-m3-O2.elf")
+	dir := t.TempDir()
+	var ref []string
+	for _, to := range []string{"native", "elfcore", "crashcatcher"} {
+		remote := startQEMU(t, "mps2-an385", elf)
+		out := filepath.Join(dir, "div0."+to)
+		stdout, stderr, code := run(t, "", "capture", "--remote", remote, "--elf", elf, "-o", out, "--to", to,
+			"--wait-fault", "--set", "crash_scenario=4", "--analyze")
+		if code != 0 {
+			t.Fatalf("--to %s: exit %d: %s", to, code, stderr)
+		}
+		if !strings.Contains(stdout, "div0_average") || !strings.Contains(stdout, "DIVBYZERO") {
+			t.Errorf("--to %s --analyze: the report lacks the division: %s", to, stdout)
+		}
+		fns := fromFaultingFrame(reportFunctions(captureAnalyze(t, elf, out)))
+		if ref == nil {
+			ref = fns
+		} else if !slices.Equal(fns, ref) {
+			t.Errorf("--to %s: frames %q, native %q", to, fns, ref)
+		}
+	}
+}
