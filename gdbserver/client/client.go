@@ -632,6 +632,10 @@ func (c *Client) ReadChunk() int {
 	return max(min((c.PacketSize-4)/2, 4096), 1)
 }
 
+// HoleGrain is the granularity of holes: a read the server refuses is
+// tried again in pieces of this size.
+const HoleGrain = 256
+
 // Hole is memory the server would not read.
 type Hole struct {
 	Addr  uint32
@@ -640,21 +644,32 @@ type Hole struct {
 }
 
 // ReadMemory reads size bytes at addr in chunks of ReadChunk. A chunk the
-// server answers with an error is a hole (left zero in the result, listed
-// in holes); a short reply is taken as far as it goes and the rest is read
+// server answers with an error is read again in pieces of HoleGrain; a
+// piece still refused is a hole (left zero in the result, listed in
+// holes); a short reply is taken as far as it goes and the rest is read
 // again. progress, when not nil, is called after each chunk with the
 // bytes done.
 func (c *Client) ReadMemory(addr uint32, size uint32, progress func(done uint32)) (data []byte, holes []Hole, err error) {
 	data = make([]byte, size)
 	chunk := uint32(c.ReadChunk())
+	// fineEnd: up to there, a chunk the server refused is read again in
+	// pieces of HoleGrain, so that a hole costs at most that much of the
+	// readable memory around it.
+	fineEnd := uint32(0)
 	for off := uint32(0); off < size; {
 		n := min(chunk, size-off)
+		if off < fineEnd {
+			n = min(HoleGrain, fineEnd-off)
+		}
 		a := addr + off
 		p, err := c.Command(fmt.Sprintf("m%x,%x", a, n))
 		if err != nil {
 			return nil, nil, err
 		}
 		switch {
+		case (isError(p) || len(p) == 0) && n > HoleGrain:
+			fineEnd = off + n
+			continue
 		case isError(p) || len(p) == 0:
 			code := string(p)
 			if code == "" {

@@ -223,3 +223,24 @@ func TestTargetDescriptionIncludesAndP(t *testing.T) {
 		t.Error("psp read as a value from an unavailable (xxxxxxxx) reply")
 	}
 }
+
+// A hole inside one read chunk: the chunk is read again in HoleGrain
+// pieces, so only the refused piece is lost.
+func TestHoleInsideAChunk(t *testing.T) {
+	a, b := randomBytes(0x300, 5), randomBytes(0x400, 6)
+	s := &clienttest.Server{PacketSize: 0x2004, Mem: []clienttest.Region{{Addr: 0x20000000, Data: a}, {Addr: 0x20000400, Data: b}}}
+	c := serve(t, s)
+	if _, err := c.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	got, holes, err := c.ReadMemory(0x20000000, 0x800, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(holes) != 1 || holes[0] != (client.Hole{Addr: 0x20000300, Size: 0x100, Reply: "E14"}) {
+		t.Fatalf("holes %+v: want one at 0x20000300, 0x100 bytes", holes)
+	}
+	if !bytes.Equal(got[:0x300], a) || !bytes.Equal(got[0x400:], b) {
+		t.Fatal("the readable memory around the hole differs")
+	}
+}

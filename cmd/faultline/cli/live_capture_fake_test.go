@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -199,5 +200,41 @@ func TestCaptureRoundTripThroughGDBServer(t *testing.T) {
 				t.Errorf("%d bytes differ", bad)
 			}
 		})
+	}
+}
+
+// Memory the server refuses is a hole: listed in the dump's capture
+// object and left out of its memory, and the capture still succeeds.
+func TestCaptureRecordsHoles(t *testing.T) {
+	_, addr := fakeTarget(t)
+	elf := filepath.Join(repo, "firmware-samples/build/gcc-m3-O2.elf")
+	out := filepath.Join(t.TempDir(), "crash.json")
+	_, stderr, code := run(t, "", "capture", "--remote", addr, "--elf", elf, "-o", out, "--region", "0x20003f00:0x200")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var m struct {
+		Capture crashdump.CaptureInfo `json:"capture"`
+	}
+	data, _ := os.ReadFile(out)
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	want := crashdump.CaptureHole{Address: "0x20004000", Size: 0x100, Reply: "E14"}
+	if len(m.Capture.Holes) != 1 || m.Capture.Holes[0] != want {
+		t.Errorf("holes %+v: want [%+v]", m.Capture.Holes, want)
+	}
+	if !strings.Contains(stderr, "0x20004000-0x20004100") {
+		t.Errorf("no warning names the hole: %s", stderr)
+	}
+	d, err := crashdump.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, r := range d.Memory {
+		if r.Contains(0x20004000) {
+			t.Errorf("the hole is in the dump's memory (%s)", r.Name)
+		}
 	}
 }
