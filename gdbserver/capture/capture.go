@@ -102,6 +102,7 @@ func Capture(c *client.Client, opt Options) (*Result, error) {
 	if errors.Is(err, client.ErrTimeout) {
 		// A server that does not answer "?" while the target runs: stop it.
 		stop, err = c.Interrupt()
+		warn("the target was running: interrupted; it is left halted unless --resume")
 	}
 	if err != nil {
 		return nil, err

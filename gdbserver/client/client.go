@@ -526,7 +526,19 @@ func (c *Client) Handshake() (stop []byte, err error) {
 			c.noAck = true
 		}
 	}
-	return c.Command("?")
+	return c.Status()
+}
+
+// Status asks for the target's state ("?") and waits at most a second
+// (or Timeout, when shorter), without retries: a server that does not
+// answer while the target runs gives ErrTimeout at once, and the caller
+// interrupts the target.
+func (c *Client) Status() ([]byte, error) {
+	c.last = `"?"`
+	if err := c.send([]byte("?")); err != nil {
+		return nil, err
+	}
+	return c.reply(min(c.timeout(), time.Second))
 }
 
 // Supported reports whether the server offered feature f with "+".
@@ -536,13 +548,29 @@ func (c *Client) Supported(f string) bool { return c.Features[f] == "+" }
 func (c *Client) NoAck() bool { return c.noAck }
 
 // Interrupt stops a running target (the 0x03 byte) and returns its stop
-// reply.
+// reply. A second stop reply that crossed the interrupt (a breakpoint hit
+// at that moment, a late answer to "?") is read and dropped.
 func (c *Client) Interrupt() ([]byte, error) {
 	c.last = "interrupt (0x03)"
 	if _, err := c.conn.Write([]byte{0x03}); err != nil {
 		return nil, c.ioErr(err)
 	}
-	return c.reply(c.timeout())
+	p, err := c.reply(c.timeout())
+	if err != nil {
+		return nil, err
+	}
+	c.drain()
+	return p, nil
+}
+
+// drain reads and drops what the server sends within a short while (a
+// stop reply that crossed an interrupt), at most 16 packets.
+func (c *Client) drain() {
+	for i := 0; i < 16; i++ {
+		if _, err := c.receive(200 * time.Millisecond); err != nil {
+			return
+		}
+	}
 }
 
 // Continue resumes the target ("c") and waits up to wait for its stop

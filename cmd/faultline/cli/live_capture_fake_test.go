@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -236,5 +237,25 @@ func TestCaptureRecordsHoles(t *testing.T) {
 		if r.Contains(0x20004000) {
 			t.Errorf("the hole is in the dump's memory (%s)", r.Name)
 		}
+	}
+}
+
+// A target that runs when capture connects (a server that does not answer
+// "?" meanwhile) is interrupted, within a few seconds, and captured.
+func TestCaptureHaltsARunningTarget(t *testing.T) {
+	s, addr := fakeTarget(t)
+	s.Running = true
+	elf := filepath.Join(repo, "firmware-samples/build/gcc-m3-O2.elf")
+	out := filepath.Join(t.TempDir(), "crash.json")
+	start := time.Now()
+	_, stderr, code := run(t, "", "capture", "--remote", addr, "--elf", elf, "-o", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %v to halt the target", d)
+	}
+	if !slices.Contains(s.Log(), "\x03") {
+		t.Error("the target was not interrupted")
 	}
 }

@@ -43,6 +43,9 @@ type Server struct {
 	// Run makes c resume without a stop: only an interrupt (0x03) stops
 	// the target again.
 	Run bool
+	// Running is a target that runs when the client connects: "?" gets
+	// no answer until an interrupt (0x03) stops it.
+	Running bool
 
 	mu        sync.Mutex
 	log       []string
@@ -86,6 +89,10 @@ func (s *Server) Serve(conn io.ReadWriteCloser) {
 		}
 		switch b {
 		case 0x03:
+			s.mu.Lock()
+			s.log = append(s.log, "\x03")
+			s.Running = false
+			s.mu.Unlock()
 			s.send(conn, s.stop(), false)
 			continue
 		case '$':
@@ -180,6 +187,12 @@ func (s *Server) handle(p string) (*string, bool, bool) {
 		}
 		return str(""), false, false
 	case p == "?":
+		s.mu.Lock()
+		running := s.Running
+		s.mu.Unlock()
+		if running {
+			return nil, false, false
+		}
 		return str(s.stop()), false, false
 	case strings.HasPrefix(p, "qXfer:features:read:"):
 		rest := strings.TrimPrefix(p, "qXfer:features:read:")
