@@ -25,6 +25,8 @@ const Schema = "faultline.analysis/1"
 type Options struct {
 	Unwinder  string // "auto" when empty
 	MaxFrames int
+	// Locals adds each crash frame's local variables (frames[].locals).
+	Locals bool
 }
 
 // Report is one analysed crash. Its JSON form is faultline.analysis/1.
@@ -98,6 +100,14 @@ type FrameJSON struct {
 	// Gap is set when the address lies past the end of Symbol (in the gap
 	// after it); Function is then empty.
 	Gap bool `json:"gap,omitempty"`
+
+	// Args and Locals: the frame's arguments and (with --locals) locals
+	// from DWARF (design.md, "Arguments, locals, messages, logs").
+	Args   []VarJSON `json:"args,omitempty"`
+	Locals []VarJSON `json:"locals,omitempty"`
+
+	// phys is the index of the walk's frame this one comes from.
+	phys int
 }
 
 // Hex formats an address the way every faultline JSON does.
@@ -150,13 +160,13 @@ func Analyze(elf *elfsym.File, d *crashdump.Dump, opt Options) (*Report, error) 
 	if err != nil {
 		return nil, err
 	}
-	return analyze(elf, factsOf(elf), d, name, strat.Chain(), opt.MaxFrames, nil)
+	return analyze(elf, factsOf(elf), d, name, strat.Chain(), opt.MaxFrames, opt.Locals, nil)
 }
 
 // analyze is Analyze with the strategy's chain already built, so that an
 // Analyzer can share one chain (and the tables its unwinders cache) between
 // many dumps.
-func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, chain []unwinders.Unwinder, maxFrames int, s *Scratch) (*Report, error) {
+func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, chain []unwinders.Unwinder, maxFrames int, locals bool, s *Scratch) (*Report, error) {
 	t, warnings, err := newTarget(elf, facts, d, chain)
 	if err != nil {
 		return nil, err
@@ -236,6 +246,7 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 	} else {
 		r.Frames, symErrs = symbolizeFrames(elf, res.Frames)
 	}
+	attachVars(elf, t, res.Frames, r.Frames, locals)
 	for i := range r.Frames {
 		r.Frames[i].Note = demangleText(elf, r.Frames[i].Note)
 	}

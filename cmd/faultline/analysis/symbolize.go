@@ -61,8 +61,10 @@ func symbolizeFramesHex(out []FrameJSON, elf *elfsym.File, frames []unwinders.Fr
 		offs = make([]int64, 0, len(frames))
 	}
 	for fi, f := range frames {
+		phys := fi
 		fi := first + fi
 		base := FrameJSON{
+			phys:       phys,
 			Kind:       f.Kind.String(),
 			Method:     f.Method,
 			Confidence: f.Confidence.String(),

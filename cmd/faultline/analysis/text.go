@@ -90,6 +90,29 @@ func frameName(f FrameJSON) string {
 	return "??"
 }
 
+// argsText is " (a=1, p=0x20000010 <buf>)": GDB's frame line, where a
+// struct or array shows as "..." and a long value is cut.
+func argsText(args []VarJSON) string {
+	if len(args) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(" (")
+	for i, v := range args {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if strings.HasPrefix(v.Value, "{") {
+			v.Value = "..."
+		} else if len(v.Value) > 48 {
+			v.Value = v.Value[:45] + "..."
+		}
+		b.WriteString(v.Text())
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
 func fileLine(f FrameJSON) string {
 	if f.File == "" {
 		return ""
@@ -189,9 +212,12 @@ func writeFrames(b *strings.Builder, frames []FrameJSON, indent string) {
 		} else if f.Kind == unwinders.KindGuessed.String() {
 			how = fmt.Sprintf("[%s, %s, guessed]", f.Method, f.Confidence)
 		}
-		fmt.Fprintf(b, "%s#%-2d %s  %-*s  %-*s  %s\n", indent, f.Index, pc, width, frameName(f), lwidth, loc, how)
+		fmt.Fprintf(b, "%s#%-2d %s  %-*s  %-*s  %s\n", indent, f.Index, pc, width, frameName(f)+argsText(f.Args), lwidth, loc, how)
 		if f.Note != "" {
 			fmt.Fprintf(b, "%s    note: %s\n", indent, f.Note)
+		}
+		for _, v := range f.Locals {
+			fmt.Fprintf(b, "%s    local %s\n", indent, v.Text())
 		}
 	}
 }

@@ -153,6 +153,7 @@ type batchFlags struct {
 	sourceDir string
 	strict    bool
 	symbols   string
+	locals    bool
 }
 
 func (b *batchFlags) register(cmd *cobra.Command) {
@@ -162,6 +163,7 @@ func (b *batchFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&b.output, "output", "o", "", "--format html: write one page per dump and an index.html into this directory (without it, one dump's page goes to stdout)")
 	cmd.Flags().Lookup("elf").Usage = "firmware ELF file (required unless --symbols)"
 	cmd.Flags().StringVar(&b.symbols, "symbols", "", "a directory of firmware ELFs (any layout, or a .build-id/xx/rest.debug tree) instead of --elf: each dump is decoded with the ELF whose build ID it carries, else the one it pairs with by content")
+	cmd.Flags().BoolVar(&b.locals, "locals", false, "also show each crash frame's local variables from DWARF (frames[].locals); arguments are always shown")
 	cmd.Flags().BoolVar(&b.strict, "strict", false, "exit with status 1 when a dump does not pair with the ELF (pairing mismatch: another build's firmware)")
 	cmd.Flags().StringVar(&b.sourceDir, "source-dir", "", "--format html: look for the source files the ELF names here first (else next to the ELF and its parent directories)")
 }
@@ -273,7 +275,7 @@ func runAnalyze(cmd *cobra.Command, c *commonFlags, raw *rawFlags, bf *batchFlag
 		elfName string
 		err     error
 	)
-	opts := analysis.Options{Unwinder: c.unwinder, MaxFrames: c.maxFrames}
+	opts := analysis.Options{Unwinder: c.unwinder, MaxFrames: c.maxFrames, Locals: bf.locals}
 	if bf.symbols != "" {
 		store, err := openSymbolStore(bf.symbols, opts)
 		if err != nil {

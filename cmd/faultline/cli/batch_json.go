@@ -53,7 +53,7 @@ const (
 // The field lists the hand-written encoders were written for: name, type
 // and tag of every field, in order.
 const (
-	frameShape  = `Index int json:"index";PC string json:"pc,omitempty";Function string json:"function,omitempty";Symbol string json:"symbol,omitempty";Offset *int64 json:"offset,omitempty";File string json:"file,omitempty";Line int json:"line,omitempty";Kind string json:"kind";Method string json:"method";SP string json:"sp,omitempty";Confidence string json:"confidence";ExcReturn string json:"exc_return,omitempty";Stack string json:"stack,omitempty";Note string json:"note,omitempty";Gap bool json:"gap,omitempty"`
+	frameShape  = `Index int json:"index";PC string json:"pc,omitempty";Function string json:"function,omitempty";Symbol string json:"symbol,omitempty";Offset *int64 json:"offset,omitempty";File string json:"file,omitempty";Line int json:"line,omitempty";Kind string json:"kind";Method string json:"method";SP string json:"sp,omitempty";Confidence string json:"confidence";ExcReturn string json:"exc_return,omitempty";Stack string json:"stack,omitempty";Note string json:"note,omitempty";Gap bool json:"gap,omitempty";Args []analysis.VarJSON json:"args,omitempty";Locals []analysis.VarJSON json:"locals,omitempty";phys int `
 	threadShape = `Name string json:"name";State string json:"state";Current bool json:"current";Priority *int json:"priority,omitempty";BasePriority *int json:"base_priority,omitempty";ID string json:"id";WaitingOn string json:"waiting_on,omitempty";Stack analysis.StackJSON json:"stack";Diagnosis []string json:"diagnosis,omitempty";Frames []analysis.FrameJSON json:"frames";Stop string json:"stop";Error string json:"error,omitempty";Walk unwinders.Result json:"-";Raw rtos.Thread json:"-"`
 	stackShape  = `Start string json:"start,omitempty";End string json:"end,omitempty";SP string json:"sp,omitempty";HighWaterBytes int json:"high_water_bytes";Overflow bool json:"overflow"`
 )
@@ -283,7 +283,38 @@ func appendFrame(b []byte, f *analysis.FrameJSON) []byte {
 	if f.Gap {
 		b = append(b, `,"gap":true`...)
 	}
+	b = appendVars(b, `,"args":`, f.Args)
+	b = appendVars(b, `,"locals":`, f.Locals)
 	return append(b, '}')
+}
+
+// appendVars writes frames[].args or frames[].locals (omitted when empty).
+func appendVars(b []byte, key string, vs []analysis.VarJSON) []byte {
+	if len(vs) == 0 {
+		return b
+	}
+	b = append(b, key...)
+	for i := range vs {
+		v := &vs[i]
+		if i == 0 {
+			b = append(b, '[')
+		} else {
+			b = append(b, ',')
+		}
+		b = append(b, `{"name":`...)
+		b = appendJSONString(b, v.Name)
+		b = appendOptString(b, `,"type":`, v.Type)
+		b = appendOptString(b, `,"value":`, v.Value)
+		if v.Entry {
+			b = append(b, `,"entry":true`...)
+		}
+		if v.OptimizedOut {
+			b = append(b, `,"optimized_out":true`...)
+		}
+		b = appendOptString(b, `,"note":`, v.Note)
+		b = append(b, '}')
+	}
+	return append(b, ']')
 }
 
 func appendThreads(b []byte, threads []analysis.ThreadJSON) []byte {

@@ -1,0 +1,187 @@
+package analysis
+
+import (
+	"strings"
+
+	"github.com/faultline-dev/faultline/elfsym"
+	"github.com/faultline-dev/faultline/elfsym/dwarfexpr"
+	"github.com/faultline-dev/faultline/unwinders"
+	"github.com/faultline-dev/faultline/unwinders/cfi"
+)
+
+// VarJSON is one entry of frames[].args or frames[].locals.
+type VarJSON struct {
+	Name         string `json:"name"`
+	Type         string `json:"type,omitempty"`
+	Value        string `json:"value,omitempty"`
+	Entry        bool   `json:"entry,omitempty"`
+	OptimizedOut bool   `json:"optimized_out,omitempty"`
+	// Note says why a value is missing that is not optimized out (its
+	// memory is not in the dump, an expression not supported).
+	Note string `json:"note,omitempty"`
+}
+
+// Text is the name=value form the text report shows.
+func (v VarJSON) Text() string {
+	switch {
+	case v.Value != "" && v.Entry:
+		return v.Name + "@entry=" + v.Value
+	case v.Value != "":
+		return v.Name + "=" + v.Value
+	case v.OptimizedOut:
+		return v.Name + "=<optimized out>"
+	}
+	return v.Name + "=<unavailable>"
+}
+
+// vframes builds the dwarfexpr view of the walk's frames: registers each
+// frame really has, its CFA (the caller's SP) and its caller for entry
+// values. Frames that are not functions (exception, gap) or only a hint
+// (low confidence past frame 0) get nil.
+func vframes(elf *elfsym.File, t *unwinders.Target, frames []unwinders.Frame) []*dwarfexpr.Frame {
+	out := make([]*dwarfexpr.Frame, len(frames))
+	var read func(uint32, []byte) error
+	if t != nil && t.Mem != nil {
+		read = t.Mem.Read
+	}
+	for i := range frames {
+		f := &frames[i]
+		if f.Kind != unwinders.KindNormal || (i > 0 && f.Confidence < unwinders.ConfidenceMedium) {
+			continue
+		}
+		afterExc := i > 0 && frames[i-1].Kind == unwinders.KindException
+		regs := f.Regs
+		if i > 0 && !afterExc {
+			// A caller's caller-saved registers are never known.
+			regs.ForgetCallerSaved()
+		}
+		sp := f.SP
+		// Looked up at PC-1 for a return address, as GDB does: compilers
+		// end a location list entry of a register the call clobbers at the
+		// return address minus one.
+		pc := f.PC
+		if (f.ReturnAddress || f.AfterSVC) && pc > 0 {
+			pc--
+		}
+		vf := &dwarfexpr.Frame{PC: pc, Read: read}
+		vf.Reg = func(n int) (uint32, bool) {
+			switch {
+			case n == 13:
+				return sp, true
+			case n < 16:
+				return regs.Get(unwinders.Reg(n))
+			case n >= 64 && n < 96:
+				return regs.Get(unwinders.S(n - 64))
+			}
+			return 0, false
+		}
+		if i+1 < len(frames) && frames[i+1].Kind == unwinders.KindNormal {
+			cfa := frames[i+1].SP
+			vf.CFA = func() (uint32, bool) { return cfa, true }
+		} else if cfa, ok := cfaByCFI(elf, t, pc, sp, &regs); ok {
+			// No caller frame (the outermost one, or one an exception
+			// interrupted): the CFA from the frame's own CFI row.
+			vf.CFA = func() (uint32, bool) { return cfa, true }
+		}
+		out[i] = vf
+	}
+	for i := range out {
+		if out[i] == nil || i+1 >= len(out) || out[i+1] == nil {
+			continue
+		}
+		if c := &frames[i+1]; c.ReturnAddress && !c.AfterSVC {
+			out[i+1].ReturnPC = c.PC
+			out[i].Caller = out[i+1]
+		}
+	}
+	return out
+}
+
+func varsJSON(vs []dwarfexpr.Var, demangle func(string) string) []VarJSON {
+	if len(vs) == 0 {
+		return nil
+	}
+	out := make([]VarJSON, 0, len(vs))
+	for _, v := range vs {
+		j := VarJSON{Name: v.Name, Type: v.Type, Value: v.Value, Entry: v.Entry, OptimizedOut: v.OptimizedOut}
+		if v.Value == "" && !v.OptimizedOut {
+			j.Note = v.Err
+			if strings.Contains(v.Err, "unmapped") || strings.Contains(v.Err, "not mapped") {
+				j.Note = "memory not captured: " + v.Err
+			}
+		}
+		out = append(out, j)
+	}
+	return out
+}
+
+// attachVars fills frames[].args (and locals when asked) of js, the
+// symbolized form of the walk's frames.
+func attachVars(elf *elfsym.File, t *unwinders.Target, frames []unwinders.Frame, js []FrameJSON, locals bool) {
+	if elf == nil {
+		return
+	}
+	prog := elf.Vars()
+	if prog == nil {
+		return
+	}
+	vfs := vframes(elf, t, frames)
+	for j := 0; j < len(js); {
+		k := j
+		for k < len(js) && js[k].phys == js[j].phys {
+			k++
+		}
+		p := js[j].phys
+		if p < len(vfs) && vfs[p] != nil && js[j].Function != "" {
+			scopes := prog.FrameVars(vfs[p], locals)
+			// Align from the outermost level (the physical function).
+			for a, b := k-1, len(scopes)-1; a >= j && b >= 0; a, b = a-1, b-1 {
+				if scopes[b].Function != "" && !sameName(scopes[b].Function, js[a].Function) {
+					break
+				}
+				js[a].Args = varsJSON(scopes[b].Args, nil)
+				if locals {
+					js[a].Locals = varsJSON(scopes[b].Locals, nil)
+				}
+			}
+		}
+		j = k
+	}
+}
+
+func sameName(dw, shown string) bool {
+	return dw == shown || strings.HasPrefix(shown, dw+"(") || strings.HasSuffix(shown, "::"+dw) || strings.Contains(shown, "::"+dw+"(")
+}
+
+// cfaByCFI computes the CFA of a frame at pc from its CFI row, when the
+// register the row bases it on is known.
+func cfaByCFI(elf *elfsym.File, t *unwinders.Target, pc, sp uint32, regs *unwinders.Registers) (uint32, bool) {
+	if elf == nil || t == nil || t.Prog == nil {
+		return 0, false
+	}
+	tab, _ := elf.Memo("analysis.vars.cfi", func() any {
+		tab, err := cfi.Load(t.Prog)
+		if err != nil {
+			return (*cfi.Table)(nil)
+		}
+		return tab
+	}).(*cfi.Table)
+	if tab == nil {
+		return 0, false
+	}
+	fde, ok := tab.Lookup(pc)
+	if !ok {
+		return 0, false
+	}
+	row, err := fde.RowAt(uint64(pc))
+	if err != nil || row.CFA.IsExpression() || row.CFA.Reg > 15 {
+		return 0, false
+	}
+	var base uint32
+	if row.CFA.Reg == 13 {
+		base = sp
+	} else if base, ok = regs.Get(unwinders.Reg(row.CFA.Reg)); !ok {
+		return 0, false
+	}
+	return uint32(int64(base) + row.CFA.Offset), true
+}
