@@ -14,6 +14,7 @@ import (
 	"github.com/faultline-dev/faultline/crashdump/fault"
 	"github.com/faultline-dev/faultline/crashdump/heapwalk"
 	"github.com/faultline-dev/faultline/elfsym"
+	"github.com/faultline-dev/faultline/logs"
 	"github.com/faultline-dev/faultline/rtos"
 	"github.com/faultline-dev/faultline/unwinders"
 )
@@ -27,6 +28,9 @@ type Options struct {
 	MaxFrames int
 	// Locals adds each crash frame's local variables (frames[].locals).
 	Locals bool
+	// Logs names user log buffers: SYMBOL (a NUL-terminated string) or
+	// SYMBOL:INDEX_SYMBOL (a ring buffer and its write index).
+	Logs []string
 }
 
 // Report is one analysed crash. Its JSON form is faultline.analysis/1.
@@ -38,6 +42,9 @@ type Report struct {
 	Frames   []FrameJSON `json:"frames"`
 	Stop     string      `json:"stop"`
 	Warnings []string    `json:"warnings"`
+	// Logs: the log text the firmware left in RAM (SEGGER RTT up
+	// buffers, --log buffers).
+	Logs []logs.Log `json:"logs,omitempty"`
 	// RTOS threads (design.md "Threads (RTOS)"): absent without a kernel.
 	RTOS    *RTOSJSON    `json:"rtos,omitempty"`
 	Threads []ThreadJSON `json:"threads,omitempty"`
@@ -160,13 +167,13 @@ func Analyze(elf *elfsym.File, d *crashdump.Dump, opt Options) (*Report, error) 
 	if err != nil {
 		return nil, err
 	}
-	return analyze(elf, factsOf(elf), d, name, strat.Chain(), opt.MaxFrames, opt.Locals, nil)
+	return analyze(elf, factsOf(elf), d, name, strat.Chain(), opt.MaxFrames, opt, nil)
 }
 
 // analyze is Analyze with the strategy's chain already built, so that an
 // Analyzer can share one chain (and the tables its unwinders cache) between
 // many dumps.
-func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, chain []unwinders.Unwinder, maxFrames int, locals bool, s *Scratch) (*Report, error) {
+func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, chain []unwinders.Unwinder, maxFrames int, opt Options, s *Scratch) (*Report, error) {
 	t, warnings, err := newTarget(elf, facts, d, chain)
 	if err != nil {
 		return nil, err
@@ -246,7 +253,7 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 	} else {
 		r.Frames, symErrs = symbolizeFrames(elf, res.Frames)
 	}
-	attachVars(elf, t, res.Frames, r.Frames, locals)
+	attachVars(elf, t, res.Frames, r.Frames, opt.Locals)
 	for i := range r.Frames {
 		r.Frames[i].Note = demangleText(elf, r.Frames[i].Note)
 	}
@@ -269,6 +276,7 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 			}
 		}
 	}
+	r.Logs, r.Warnings = findLogs(elf, t, d, opt.Logs, r.Warnings)
 	if r.Warnings == nil {
 		r.Warnings = []string{}
 	}

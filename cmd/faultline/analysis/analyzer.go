@@ -19,7 +19,7 @@ type Analyzer struct {
 	name      string
 	chain     []unwinders.Unwinder
 	maxFrames int
-	locals    bool
+	opt       Options
 	facts     elfFacts
 }
 
@@ -34,19 +34,19 @@ func NewAnalyzer(elf *elfsym.File, opt Options) (*Analyzer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Analyzer{elf: elf, name: name, chain: strat.Chain(), maxFrames: opt.MaxFrames, locals: opt.Locals, facts: factsOf(elf)}, nil
+	return &Analyzer{elf: elf, name: name, chain: strat.Chain(), maxFrames: opt.MaxFrames, opt: opt, facts: factsOf(elf)}, nil
 }
 
 // Analyze decodes one dump. The report is the one Analyze gives.
 func (a *Analyzer) Analyze(d *crashdump.Dump) (*Report, error) {
-	return analyze(a.elf, a.facts, d, a.name, a.chain, a.maxFrames, a.locals, nil)
+	return analyze(a.elf, a.facts, d, a.name, a.chain, a.maxFrames, a.opt, nil)
 }
 
 // AnalyzeScratch is Analyze with memory reused from the previous analysis
 // made with s: the report is the same, but it shares s's memory, so it
 // must not be used once s is given to another analysis (see Scratch).
 func (a *Analyzer) AnalyzeScratch(d *crashdump.Dump, s *Scratch) (*Report, error) {
-	return analyze(a.elf, a.facts, d, a.name, a.chain, a.maxFrames, a.locals, s)
+	return analyze(a.elf, a.facts, d, a.name, a.chain, a.maxFrames, a.opt, s)
 }
 
 // Scratch is memory that a sequence of analyses reuses from one dump to

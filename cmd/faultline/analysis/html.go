@@ -12,6 +12,7 @@ import (
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/crashdump/fault"
 	"github.com/faultline-dev/faultline/elfsym"
+	"github.com/faultline-dev/faultline/logs"
 	"github.com/faultline-dev/faultline/unwinders"
 )
 
@@ -66,6 +67,7 @@ type htmlPage struct {
 	Warnings  []string
 	RTOS      *RTOSJSON
 	Threads   []htmlThread
+	Logs      []logs.Log
 }
 
 // htmlThread is one row of the thread table and its backtrace.
@@ -104,6 +106,7 @@ func buildPage(r *Report, d *crashdump.Dump, opt HTMLOptions) *htmlPage {
 	v := &htmlPage{
 		Dump: r.Dump, ELF: r.ELF, CPU: orUnknown(r.CPU) + ", " + r.Profile.String(),
 		Unwinder: r.Unwinder, Stop: r.Stop, Fault: r.Fault, Warnings: r.Warnings,
+		Logs: r.Logs,
 	}
 	fi := FaultingFrame(r)
 	v.Exception = r.Fault.Exception
@@ -507,11 +510,16 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <h2>Backtrace <small>innermost first · stop: {{.Stop}}</small></h2>
 <table class="bt">
 <tr><th>#</th><th>pc</th><th>function</th><th>source</th><th>found by</th></tr>
-{{range .Frames}}<tr class="{{.Class}}{{if .Faulting}} faulting{{end}}"><td class="idx">#{{.Index}}</td><td class="pc">{{.PC}}</td><td class="fn">{{.Name}}{{if .Note}}<div class="note">{{.Note}}</div>{{end}}</td><td class="loc">{{.Loc}}</td><td class="how">{{.How}}</td></tr>
+{{range .Frames}}<tr class="{{.Class}}{{if .Faulting}} faulting{{end}}"><td class="idx">#{{.Index}}</td><td class="pc">{{.PC}}</td><td class="fn">{{.Name}}{{with .ArgsLine}} <span class="args">{{.}}</span>{{end}}{{if .Note}}<div class="note">{{.Note}}</div>{{end}}{{range .Locals}}<div class="note">local {{.Text}}</div>{{end}}</td><td class="loc">{{.Loc}}</td><td class="how">{{.How}}</td></tr>
 {{if .Source}}<tr class="src"><td></td><td colspan="4">{{if .Faulting}}<pre class="src">{{range .Source}}<span{{if .Hot}} class="hot"{{end}}><i>{{.N}}</i>{{.Text}}</span>{{end}}</pre><div class="srcpath">{{.SrcPath}}</div>{{else}}<details><summary>{{range .Source}}{{if .Hot}}<code><i>{{.N}}</i>{{.Text}}</code>{{end}}{{end}}</summary><pre class="src">{{range .Source}}<span{{if .Hot}} class="hot"{{end}}><i>{{.N}}</i>{{.Text}}</span>{{end}}</pre><div class="srcpath">{{.SrcPath}}</div></details>{{end}}</td></tr>
 {{end}}{{end}}</table>
 </section>
 
+{{if .Logs}}<section>
+<h2>Logs <small>text the firmware left in RAM, oldest first</small></h2>
+{{range .Logs}}<details open><summary><b>{{.Name}}</b> · {{.Source}} · {{.Address}}{{if .Unread}} · {{.Unread}} bytes unread{{end}}{{if .Truncated}} · only the end shown{{end}}{{if .Note}} · {{.Note}}{{end}}</summary><pre class="src">{{.Text}}</pre></details>
+{{end}}</section>
+{{end}}
 {{if .RTOS}}<section>
 <h2>Threads <small>{{.RTOS.Kind}} · layouts from {{.RTOS.Source}} · the crashing thread first</small></h2>
 <table class="threads">

@@ -57,6 +57,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	writeThreads(&b, r)
 	writeHeap(&b, r)
 	writeAllocations(&b, r)
+	writeLogs(&b, r)
 	if len(r.Warnings) > 0 {
 		b.WriteString("\nWarnings\n")
 		for _, wr := range r.Warnings {
@@ -88,6 +89,37 @@ func frameName(f FrameJSON) string {
 		return f.Symbol + off
 	}
 	return "??"
+}
+
+// ArgsLine is the frame's arguments as the text report shows them, "" if none.
+func (f FrameJSON) ArgsLine() string { return strings.TrimPrefix(argsText(f.Args), " ") }
+
+// writeLogs prints the logs found in RAM, each line prefixed by "| ".
+func writeLogs(b *strings.Builder, r *Report) {
+	if len(r.Logs) == 0 {
+		return
+	}
+	b.WriteString("\nLogs (text left in RAM, oldest first)\n")
+	for _, l := range r.Logs {
+		fmt.Fprintf(b, "  %s %q at %s", l.Source, l.Name, l.Address)
+		if l.Unread > 0 {
+			fmt.Fprintf(b, ", %d bytes unread", l.Unread)
+		}
+		if l.Truncated {
+			b.WriteString(", only the end shown")
+		}
+		b.WriteString("\n")
+		if l.Note != "" {
+			fmt.Fprintf(b, "    note: %s\n", l.Note)
+		}
+		if l.Text == "" {
+			b.WriteString("    (empty)\n")
+			continue
+		}
+		for _, line := range strings.Split(strings.TrimSuffix(l.Text, "\n"), "\n") {
+			fmt.Fprintf(b, "    | %s\n", line)
+		}
+	}
 }
 
 // argsText is " (a=1, p=0x20000010 <buf>)": GDB's frame line, where a

@@ -1,0 +1,63 @@
+package analysis
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/faultline-dev/faultline/crashdump"
+	"github.com/faultline-dev/faultline/elfsym"
+	"github.com/faultline-dev/faultline/logs"
+	"github.com/faultline-dev/faultline/unwinders"
+)
+
+// findLogs collects the logs left in the dump's RAM: every SEGGER RTT
+// control block's up buffers, and the --log symbols. Problems go to
+// warnings.
+func findLogs(elf *elfsym.File, t *unwinders.Target, d *crashdump.Dump, syms []string, warnings []string) ([]logs.Log, []string) {
+	if t == nil || t.Mem == nil {
+		return nil, warnings
+	}
+	out, warns := logs.FindRTT(t.Mem, d.Memory)
+	warnings = append(warnings, warns...)
+	for _, spec := range syms {
+		l, err := symbolLog(elf, t.Mem, spec)
+		if err != nil {
+			warnings = append(warnings, "--log "+spec+": "+err.Error())
+			continue
+		}
+		out = append(out, l)
+	}
+	return out, warnings
+}
+
+// symbolLog reads --log SYMBOL or SYMBOL:INDEX_SYMBOL.
+func symbolLog(elf *elfsym.File, mem unwinders.Memory, spec string) (logs.Log, error) {
+	if elf == nil {
+		return logs.Log{}, fmt.Errorf("needs the ELF's symbols")
+	}
+	name, idxName, ring := strings.Cut(spec, ":")
+	addr, ok := elf.Symbol(name)
+	if !ok {
+		return logs.Log{}, fmt.Errorf("no symbol %q in %s", name, elf.Name())
+	}
+	var size uint32
+	if ref, ok := elf.SymbolFor(addr); ok && ref.Start == addr && ref.Name == name {
+		size = ref.Size
+	}
+	var idx uint32
+	if ring {
+		ia, ok := elf.Symbol(idxName)
+		if !ok {
+			return logs.Log{}, fmt.Errorf("no symbol %q in %s", idxName, elf.Name())
+		}
+		v, err := unwinders.ReadU32(mem, ia)
+		if err != nil {
+			return logs.Log{}, fmt.Errorf("the write index %s is not in the dump: %v", idxName, err)
+		}
+		idx = v
+		if size == 0 {
+			return logs.Log{}, fmt.Errorf("%s has no size: a ring buffer needs one", name)
+		}
+	}
+	return logs.Symbol(mem, name, addr, size, idx, ring)
+}
