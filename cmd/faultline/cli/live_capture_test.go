@@ -37,7 +37,7 @@ func freePort(t *testing.T) int {
 // startQEMU starts qemu-system-arm halted at reset with its gdbstub on a
 // free loopback port and returns "127.0.0.1:PORT"; the QEMU is killed
 // when the test ends (and bounded by timeout(1) besides).
-func startQEMU(t *testing.T, machine, elf string) string {
+func startQEMU(t *testing.T, machine, elf string, extra ...string) string {
 	t.Helper()
 	qemu, err := exec.LookPath("qemu-system-arm")
 	if err != nil {
@@ -46,8 +46,11 @@ func startQEMU(t *testing.T, machine, elf string) string {
 	for attempt := 0; attempt < 3; attempt++ {
 		addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		cmd := exec.CommandContext(ctx, qemu, "-M", machine, "-nographic", "-monitor", "none",
-			"-serial", "none", "-S", "-gdb", "tcp:"+addr, "-kernel", elf)
+		qargs := []string{"-M", machine, "-nographic", "-serial", "none", "-S", "-gdb", "tcp:" + addr, "-kernel", elf}
+		if len(extra) == 0 {
+			qargs = append(qargs, "-monitor", "none")
+		}
+		cmd := exec.CommandContext(ctx, qemu, append(qargs, extra...)...)
 		log := filepath.Join(t.TempDir(), "qemu.log")
 		lf, err := os.Create(log)
 		if err != nil {
@@ -314,5 +317,60 @@ func TestCaptureFormatsAndAnalyze(t *testing.T) {
 		} else if !slices.Equal(fns, ref) {
 			t.Errorf("--to %s: frames %q, native %q", to, fns, ref)
 		}
+	}
+}
+
+// The target is left as capture found it: halted after a capture (QEMU's
+// monitor says "paused"), running after one with --resume.
+func TestCaptureLeavesTargetHaltedOrResumed(t *testing.T) {
+	elf := filepath.Join(repo, "firmware-samples/build/gcc-m3-O2.elf")
+	sockDir, err := os.MkdirTemp("", "flmon")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(sockDir)
+	sock := filepath.Join(sockDir, "m")
+	remote := startQEMU(t, "mps2-an385", elf, "-monitor", "unix:"+sock+",server,nowait")
+	status := func() string {
+		c, err := net.DialTimeout("unix", sock, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		fmt.Fprint(c, "info status\n")
+		var b []byte
+		buf := make([]byte, 4096)
+		answered := func() bool {
+			i := strings.Index(string(b), "VM status:")
+			return i >= 0 && strings.Contains(string(b[i:]), "\n")
+		}
+		for i := 0; i < 100 && !answered(); i++ {
+			n, err := c.Read(buf)
+			b = append(b, buf[:n]...)
+			if err != nil {
+				break
+			}
+		}
+		s := string(b)
+		i := strings.Index(s, "VM status:")
+		if i < 0 {
+			t.Fatalf("QEMU's monitor said %q", s)
+		}
+		return strings.TrimSpace(strings.SplitN(s[i:], "\n", 2)[0])
+	}
+	dir := t.TempDir()
+	if _, stderr, code := run(t, "", "capture", "--remote", remote, "--elf", elf, "-o", filepath.Join(dir, "a.json"),
+		"--wait-fault", "--set", "crash_scenario=3"); code != 0 {
+		t.Fatalf("capture: exit %d: %s", code, stderr)
+	}
+	if s := status(); !strings.Contains(s, "paused") {
+		t.Errorf("after capture: %q, want paused", s)
+	}
+	if _, stderr, code := run(t, "", "capture", "--remote", remote, "--elf", elf, "-o", filepath.Join(dir, "b.json"), "--resume"); code != 0 {
+		t.Fatalf("capture --resume: exit %d: %s", code, stderr)
+	}
+	if s := status(); !strings.Contains(s, "running") {
+		t.Errorf("after capture --resume: %q, want running", s)
 	}
 }
