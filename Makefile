@@ -75,6 +75,7 @@ firmware-check: toolchain
 	$(MAKE) -C firmware-samples/noreturn check
 	$(MAKE) -C firmware-samples/dispatch check
 	$(MAKE) -C firmware-samples/excentry check
+	$(MAKE) -C firmware-samples/rtt check
 
 # Regenerate the QEMU + GDB oracle fixtures.
 oracle: toolchain

@@ -92,3 +92,80 @@ func TestRTTLogInDump(t *testing.T) {
 		t.Errorf("exit %d:\n%s", code, out)
 	}
 }
+
+// rttWant is what firmware-samples/rtt/rtt.c wrote, derived from its
+// source: Terminal (64 bytes) got "boot\n" "init ok\n" (read by the host:
+// RdOff 13), six "tick N\n" and "sensor 3 timeout\n", which wrapped over
+// "boot\ninit": the ring from WrOff 8 holds the already read "t ok\n" and
+// 59 unread bytes. log_ring (32 bytes) lost "adc " of its 36.
+var rttWant = []struct{ source, name, text string }{
+	{"rtt", "Terminal", "t ok\ntick 1\ntick 2\ntick 3\ntick 4\ntick 5\ntick 6\nsensor 3 timeout\n"},
+	{"rtt", "Trace", "trace: start\t\\x01\n"},
+	{"symbol", "last_message", "giving up"},
+	{"symbol", "log_ring", "ready;sensor 3 timeout;giving up"},
+}
+
+func checkRTTDump(t *testing.T, dump string) {
+	t.Helper()
+	elf := repo + "/firmware-samples/rtt/build/gcc-m3-O2.elf"
+	out, errOut, code := run(t, "", "analyze", "--elf", elf, "--format", "json", "--log", "last_message", "--log", "log_ring:log_head", dump)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var r struct {
+		Logs []struct {
+			Source, Name, Text string
+			Unread             int
+		} `json:"logs"`
+		Frames []struct {
+			Function string
+			Args     []struct{ Name, Value string }
+		} `json:"frames"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Logs) != len(rttWant) {
+		t.Fatalf("%d logs, want %d: %+v", len(r.Logs), len(rttWant), r.Logs)
+	}
+	for i, w := range rttWant {
+		if l := r.Logs[i]; l.Source != w.source || l.Name != w.name || l.Text != w.text {
+			t.Errorf("log %d: %s %q %q, want %s %q %q", i, l.Source, l.Name, l.Text, w.source, w.name, w.text)
+		}
+	}
+	if r.Logs[0].Unread != 59 {
+		t.Errorf("Terminal: %d bytes unread, want 59 (RdOff 13 to WrOff 8 around 64)", r.Logs[0].Unread)
+	}
+	// The faulting frame's argument: sensor_fail(3).
+	found := false
+	for _, f := range r.Frames {
+		if f.Function == "sensor_fail" && len(f.Args) == 1 && f.Args[0].Name == "id" && f.Args[0].Value == "3" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no frame sensor_fail (id=3): %+v", r.Frames)
+	}
+}
+
+// TestRTTFirmwareDump: the committed capture of firmware-samples/rtt
+// crashed in QEMU (fixtures/rtt/README.md).
+func TestRTTFirmwareDump(t *testing.T) {
+	checkRTTDump(t, repo+"/fixtures/rtt/gcc-m3-O2.json")
+}
+
+// TestRTTFirmwareLive runs firmware-samples/rtt in qemu-system-arm,
+// captures it at the HardFault with faultline capture and decodes the
+// logs it wrote.
+func TestRTTFirmwareLive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs QEMU")
+	}
+	elf := repo + "/firmware-samples/rtt/build/gcc-m3-O2.elf"
+	addr := startQEMU(t, "mps2-an385", elf)
+	dump := filepath.Join(t.TempDir(), "rtt.json")
+	if _, errOut, code := run(t, "", "capture", "--remote", addr, "--elf", elf, "--wait-fault", "--timeout", "30s", "-o", dump); code != 0 {
+		t.Fatalf("capture: exit %d: %s", code, errOut)
+	}
+	checkRTTDump(t, dump)
+}
