@@ -129,14 +129,24 @@ func Capture(c *client.Client, opt Options) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := applySets(c, opt, warn); err != nil {
-			return nil, err
-		}
-		name, s, err := waitFault(c, hs, opt)
+		pc, err := readPC(c)
 		if err != nil {
 			return nil, err
 		}
-		res.Handler, stop = name, s
+		if h, ok := handlerAt(hs, pc); ok {
+			// Already stopped in a fault handler: running would leave it.
+			res.Handler = handlerName(opt.ELF, h)
+			warn("the target is already halted in %s: captured as it is (--set and --timeout not used)", res.Handler)
+		} else {
+			if err := applySets(c, opt, warn); err != nil {
+				return nil, err
+			}
+			name, s, err := waitFault(c, hs, opt)
+			if err != nil {
+				return nil, err
+			}
+			res.Handler, stop = name, s
+		}
 	}
 	d, err := read(c, desc, mmap, opt, warn)
 	if err != nil {
@@ -319,10 +329,8 @@ func waitFault(c *client.Client, hs []handler, opt Options) (string, []byte, err
 	if err != nil {
 		return "", nil, err
 	}
-	for _, h := range hs {
-		if pc == h.addr {
-			return handlerName(opt.ELF, h), stop, nil
-		}
+	if h, ok := handlerAt(hs, pc); ok {
+		return handlerName(opt.ELF, h), stop, nil
 	}
 	if timedOut {
 		return "", nil, &NoFaultError{Timeout: timeout, PC: fmt.Sprintf("0x%08x", pc)}
@@ -330,10 +338,29 @@ func waitFault(c *client.Client, hs []handler, opt Options) (string, []byte, err
 	return "", nil, fmt.Errorf("%s: --wait-fault: the target stopped at pc 0x%08x (stop reply %q), not at a fault handler", c.Remote, pc, stop)
 }
 
+func handlerAt(hs []handler, pc uint32) (handler, bool) {
+	for _, h := range hs {
+		if pc == h.addr {
+			return h, true
+		}
+	}
+	return handler{}, false
+}
+
 func readPC(c *client.Client) (uint32, error) {
 	p, err := c.Command("pf")
 	if err != nil {
 		return 0, err
+	}
+	if len(p) != 8 {
+		// No p: the pc is register 15 of g in every M-profile layout.
+		g, err := c.Command("g")
+		if err != nil {
+			return 0, err
+		}
+		if len(g) >= 16*8 {
+			p = g[15*8 : 16*8]
+		}
 	}
 	if len(p) != 8 {
 		return 0, fmt.Errorf("%s: reading pc (pf): reply %q", c.Remote, p)

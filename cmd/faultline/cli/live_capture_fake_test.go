@@ -259,3 +259,22 @@ func TestCaptureHaltsARunningTarget(t *testing.T) {
 		t.Error("the target was not interrupted")
 	}
 }
+
+// --wait-fault on a target already halted in a fault handler captures it
+// as it is (running would leave the handler): no breakpoint, no c.
+func TestCaptureWaitFaultAlreadyInHandler(t *testing.T) {
+	s, addr := fakeTarget(t)
+	s.Run = true         // a c would never stop
+	s.P[15] = "c0000000" // pc 0xc0: HardFault_Handler of gcc-m3-O2
+	elf := filepath.Join(repo, "firmware-samples/build/gcc-m3-O2.elf")
+	out := filepath.Join(t.TempDir(), "crash.json")
+	_, stderr, code := run(t, "", "capture", "--remote", addr, "--elf", elf, "-o", out, "--wait-fault", "--timeout", "5s")
+	if code != 0 || !strings.Contains(stderr, "already halted in HardFault_Handler") {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	for _, p := range s.Log() {
+		if p == "c" || strings.HasPrefix(p, "Z") {
+			t.Errorf("sent %q to a target already in its fault handler", p)
+		}
+	}
+}
