@@ -278,3 +278,31 @@ func TestCaptureWaitFaultAlreadyInHandler(t *testing.T) {
 		}
 	}
 }
+
+func TestCaptureUsage(t *testing.T) {
+	elf := filepath.Join(repo, "firmware-samples/build/gcc-m3-O2.elf")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"capture", "--elf", elf, "-o", "x.json"}, "--remote is required"},
+		{[]string{"capture", "--remote", "127.0.0.1:1", "-o", "x.json"}, "--elf is required"},
+		{[]string{"capture", "--remote", "127.0.0.1:1", "--elf", elf}, "-o DUMP is required"},
+		{[]string{"capture", "--remote", "127.0.0.1:1", "--elf", elf, "-o", "x", "--to", "json"}, "--to \"json\""},
+		{[]string{"capture", "--remote", "127.0.0.1:1", "--elf", elf, "-o", "x", "--set", "a=1"}, "--set is used with --wait-fault"},
+		{[]string{"capture", "--remote", "127.0.0.1:1", "--elf", elf, "-o", "x", "--region", "0x20000000"}, "want ADDR:SIZE"},
+		{[]string{"capture", "--remote", "127.0.0.1:1", "--elf", elf, "-o", "x", "--region", "0xffffff00:0x200"}, "within the 32-bit address space"},
+		{[]string{"capture", "--remote", "127.0.0.1:1", "--elf", elf, "-o", "-", "--analyze"}, "--analyze needs -o FILE"},
+		{[]string{"capture", "--remote", "127.0.0.1:1", "--elf", elf, "-o", elf}, "-o"},
+	} {
+		_, stderr, code := run(t, "", tc.args...)
+		if code != ExitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%q: exit %d, stderr %q: want 2 and %q", tc.args, code, stderr, tc.want)
+		}
+	}
+	// A server that is not there: exit 1, naming it.
+	_, stderr, code := run(t, "", "capture", "--remote", "127.0.0.1:1", "--elf", elf, "-o", filepath.Join(t.TempDir(), "x.json"))
+	if code != ExitInput || !strings.Contains(stderr, "127.0.0.1:1") {
+		t.Errorf("no server: exit %d, stderr %q", code, stderr)
+	}
+}
