@@ -525,7 +525,8 @@ func ramRanges(opt Options, d *crashdump.Dump, mmap []client.MemoryRegion, warn 
 		rs = append(rs, Range{Addr: uint32(topBelowSP), Size: uint32(uint64(initSP) - topBelowSP), Why: "stack below the initial SP"})
 	}
 	for _, reg := range []unwinders.Reg{unwinders.SP, unwinders.MSP, unwinders.PSP} {
-		if sp, ok := d.Regs.Get(reg); ok && sp != 0 && !covered(rs, sp) {
+		// SP at the end of a range is an empty full-descending stack.
+		if sp, ok := d.Regs.Get(reg); ok && sp != 0 && !covered(rs, sp) && !covered(rs, sp-1) {
 			// The stack in use lies outside what the ELF describes: take
 			// 4 KiB above SP (within the memory map, when there is one).
 			size := uint32(4096)
