@@ -120,3 +120,23 @@ func TestLocLists(t *testing.T) {
 		t.Errorf("v4 outside: %v", err)
 	}
 }
+
+// Random expressions and lists never panic, loop or allocate without
+// bound.
+func TestEvalHostile(t *testing.T) {
+	ctx := testCtx()
+	ctx.EntryValue = func(e []byte) (uint32, error) { return EvalValue(e, ctx) }
+	seed := uint32(1)
+	rnd := func() byte { seed = seed*1664525 + 1013904223; return byte(seed >> 24) }
+	for i := 0; i < 20000; i++ {
+		n := int(rnd() % 24)
+		e := make([]byte, n)
+		for k := range e {
+			e[k] = rnd()
+		}
+		Eval(e, ctx)
+		EvalValue(e, ctx)
+		LocList5(e, 0, 0, 0x100, func(uint64) (uint32, bool) { return 0x100, true })
+		LocList4(e, 0, 0, 0x100)
+	}
+}

@@ -253,7 +253,9 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 	} else {
 		r.Frames, symErrs = symbolizeFrames(elf, res.Frames)
 	}
-	attachVars(elf, t, res.Frames, r.Frames, opt.Locals)
+	if w := attachVars(elf, t, res.Frames, r.Frames, opt.Locals); w != "" {
+		r.Warnings = append(r.Warnings, w)
+	}
 	for i := range r.Frames {
 		r.Frames[i].Note = demangleText(elf, r.Frames[i].Note)
 	}

@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/faultline-dev/faultline/elfsym"
@@ -117,13 +118,22 @@ func varsJSON(vs []dwarfexpr.Var, demangle func(string) string) []VarJSON {
 
 // attachVars fills frames[].args (and locals when asked) of js, the
 // symbolized form of the walk's frames.
-func attachVars(elf *elfsym.File, t *unwinders.Target, frames []unwinders.Frame, js []FrameJSON, locals bool) {
+//
+// Undecodable debugging information never stops the report: a failure in
+// the decoder drops the arguments of the frames not done yet, with a
+// warning.
+func attachVars(elf *elfsym.File, t *unwinders.Target, frames []unwinders.Frame, js []FrameJSON, locals bool) (warning string) {
 	if elf == nil {
-		return
+		return ""
 	}
+	defer func() {
+		if e := recover(); e != nil {
+			warning = fmt.Sprintf("%s: the DWARF variables could not be decoded (%v): arguments and locals may be missing", elf.Name(), e)
+		}
+	}()
 	prog := elf.Vars()
 	if prog == nil {
-		return
+		return ""
 	}
 	vfs := vframes(elf, t, frames)
 	for j := 0; j < len(js); {
@@ -147,6 +157,7 @@ func attachVars(elf *elfsym.File, t *unwinders.Target, frames []unwinders.Frame,
 		}
 		j = k
 	}
+	return ""
 }
 
 func sameName(dw, shown string) bool {
