@@ -114,6 +114,9 @@ type Frame struct {
 	PC        string
 	Inlined   bool
 	Exception bool // an exception pseudo-frame
+	// Args maps each argument's name to its value as analyze prints it
+	// ("<optimized out>" when it cannot be known).
+	Args map[string]string
 }
 
 // Run runs the scenarios of s (those opt.Select picks) one after the
@@ -423,6 +426,7 @@ func framesOf(r *analysis.Report, atHandler bool) []Frame {
 			Function: f.Function, Symbol: f.Symbol, File: f.File, Line: f.Line, PC: f.PC,
 			Inlined:   f.Kind == unwinders.KindInlined.String(),
 			Exception: f.Kind == unwinders.KindException.String(),
+			Args:      argsOf(f.Args),
 		})
 	}
 	return out
@@ -482,4 +486,22 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 	}
 	b.Buffer.Write(p)
 	return n, nil
+}
+
+func argsOf(vs []analysis.VarJSON) map[string]string {
+	if len(vs) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(vs))
+	for _, v := range vs {
+		switch {
+		case v.Value != "":
+			m[v.Name] = v.Value
+		case v.OptimizedOut:
+			m[v.Name] = "<optimized out>"
+		default:
+			m[v.Name] = "<unavailable>"
+		}
+	}
+	return m
 }

@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -177,6 +178,10 @@ type FrameExpect struct {
 	File string `json:"file,omitempty"`
 	// Line, when not 0, must be the frame's line.
 	Line int `json:"line,omitempty"`
+	// Args, when set, are arguments the frame must have, by name, with
+	// the value analyze prints (frames[].args[].value: "3", "0x0",
+	// "<optimized out>" for one that cannot be known).
+	Args map[string]string `json:"args,omitempty"`
 }
 
 // HandlerCheck configures the crash-handler check.
@@ -201,6 +206,11 @@ func (e FrameExpect) Match(f Frame) bool {
 	if e.File != "" && !fileMatches(f.File, e.File) {
 		return false
 	}
+	for name, want := range e.Args {
+		if got, ok := f.Args[name]; !ok || got != want {
+			return false
+		}
+	}
 	return e.Line == 0 || e.Line == f.Line
 }
 
@@ -224,6 +234,17 @@ func (e FrameExpect) String() string {
 		s += " " + e.File
 	case e.Line != 0:
 		s += " line " + strconv.Itoa(e.Line)
+	}
+	if len(e.Args) > 0 {
+		names := make([]string, 0, len(e.Args))
+		for n := range e.Args {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		for i, n := range names {
+			names[i] = n + "=" + e.Args[n]
+		}
+		s += " (" + strings.Join(names, ", ") + ")"
 	}
 	return s
 }
@@ -638,7 +659,7 @@ func parseFrame(raw json.RawMessage) (FrameExpect, error) {
 			if errors.As(err, &te) {
 				return f, fmt.Errorf("%s: got a JSON %s, want %s", te.Field, te.Value, jsonTypeWord(te.Type.String()))
 			}
-			return f, errors.New(strings.TrimPrefix(err.Error(), "json: ") + ": want {\"function\", \"file\", \"line\"}")
+			return f, errors.New(strings.TrimPrefix(err.Error(), "json: ") + ": want {\"function\", \"file\", \"line\", \"args\"}")
 		}
 	default:
 		return f, fmt.Errorf("got %s: want a function name or an object {\"function\", \"file\", \"line\"}", abbreviate(string(raw), 40))

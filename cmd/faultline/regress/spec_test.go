@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -40,7 +41,7 @@ func TestRegressParseMinimal(t *testing.T) {
 		t.Fatalf("Frames = %+v", sc.Frames)
 	}
 	for i := range want {
-		if sc.Frames[i] != want[i] {
+		if !reflect.DeepEqual(sc.Frames[i], want[i]) {
 			t.Errorf("frame %d = %+v, want %+v", i, sc.Frames[i], want[i])
 		}
 	}
