@@ -18,7 +18,7 @@ const (
 	maxBuffers  = 16       // RTT up/down buffers accepted in a control block
 	maxName     = 64       // bytes of a buffer's name
 	maxBlocks   = 4        // RTT control blocks reported
-	maxScanSize = 64 << 20 // bytes of RAM scanned for the ID
+	maxScanSize = 16 << 20 // bytes of RAM scanned for the ID
 )
 
 // Log is one log found in memory: faultline.analysis/1 "logs".
@@ -42,36 +42,58 @@ type Log struct {
 // rttID is the control block's identification string.
 var rttID = []byte("SEGGER RTT\x00")
 
-// FindRTT scans regions (the dump's RAM) for SEGGER RTT control blocks and
+// FindRTT scans ranges (where the firmware's static data lives: its
+// writable sections, or the dump's RAM) for SEGGER RTT control blocks and
 // returns the text of each up buffer, read through mem (which may also
-// hold the firmware image, where the buffers' names usually are).
-func FindRTT(mem unwinders.Memory, regions []unwinders.Region) ([]Log, []string) {
+// hold the firmware image, where the buffers' names usually are). Memory
+// the dump does not hold is skipped; at most maxScanSize bytes are read.
+func FindRTT(mem unwinders.Memory, ranges []unwinders.Range) ([]Log, []string) {
 	var out []Log
 	var warns []string
-	blocks := 0
-	for _, r := range regions {
-		data := r.Data
-		if len(data) > maxScanSize {
-			data = data[:maxScanSize]
-		}
-		for off := 0; off < len(data) && blocks < maxBlocks; {
-			i := bytes.Index(data[off:], rttID)
-			if i < 0 {
-				break
+	blocks, scanned := 0, 0
+	seen := map[uint32]bool{}
+	const chunk = 4096
+	buf := make([]byte, chunk+len(rttID))
+	for _, r := range ranges {
+		for a := uint64(r.Lo) &^ 3; a < uint64(r.Hi) && blocks < maxBlocks && scanned < maxScanSize; a += chunk {
+			n := chunk + len(rttID)
+			if rest := uint64(r.Hi) - a; rest < uint64(n) {
+				n = int(rest)
 			}
-			at := off + i
-			off = at + 1
-			if at%4 != 0 {
-				continue // the control block is a word-aligned struct
+			b := buf[:n]
+			if mem.Read(uint32(a), b) != nil {
+				// The end of the chunk may run past the dump: try the chunk alone.
+				if n > chunk {
+					b = buf[:chunk]
+				}
+				if mem.Read(uint32(a), b) != nil {
+					continue
+				}
 			}
-			addr := r.Addr + uint32(at)
-			logs, err := readRTT(mem, addr)
-			if err != nil {
-				warns = append(warns, fmt.Sprintf("SEGGER RTT control block at 0x%08x: %v", addr, err))
-				continue
+			scanned += len(b)
+			for off := 0; off < len(b) && off < chunk; {
+				i := bytes.Index(b[off:], rttID)
+				if i < 0 {
+					break
+				}
+				at := off + i
+				off = at + 1
+				if at%4 != 0 || at >= chunk {
+					continue // the control block is a word-aligned struct
+				}
+				addr := uint32(a) + uint32(at)
+				if seen[addr] {
+					continue // ranges may overlap
+				}
+				seen[addr] = true
+				logs, err := readRTT(mem, addr)
+				if err != nil {
+					warns = append(warns, fmt.Sprintf("SEGGER RTT control block at 0x%08x: %v", addr, err))
+					continue
+				}
+				blocks++
+				out = append(out, logs...)
 			}
-			blocks++
-			out = append(out, logs...)
 		}
 	}
 	return out, warns

@@ -10,7 +10,7 @@ import (
 
 // rttImage builds RAM at 0x20000000 with an RTT control block at 0x100
 // (2 up buffers, 1 down buffer) and the buffers' names in "flash".
-func rttImage(t *testing.T, up0 []byte, wr0, rd0 uint32) (*unwinders.Image, []unwinders.Region) {
+func rttImage(t *testing.T, up0 []byte, wr0, rd0 uint32) (*unwinders.Image, []unwinders.Range) {
 	ram := make([]byte, 0x1000)
 	flash := make([]byte, 0x100)
 	copy(flash[0x10:], "Terminal\x00")
@@ -40,7 +40,8 @@ func rttImage(t *testing.T, up0 []byte, wr0, rd0 uint32) (*unwinders.Image, []un
 	if err := im.AddLayer(regions...); err != nil {
 		t.Fatal(err)
 	}
-	return im, regions
+	// Overlapping ranges (a section inside a region): each block once.
+	return im, []unwinders.Range{{Lo: 0x20000000, Hi: 0x20001000}, {Lo: 0x20000100, Hi: 0x20000200}}
 }
 
 func TestRTT(t *testing.T) {
@@ -72,7 +73,11 @@ func TestRTTBad(t *testing.T) {
 	// An ID string without a plausible block (the string in a log).
 	ram := make([]byte, 64)
 	copy(ram[8:], "SEGGER RTT\x00")
-	logs, warns = FindRTT(&unwinders.Image{}, []unwinders.Region{{Addr: 0x20000000, Data: ram}})
+	im2 := &unwinders.Image{}
+	if err := im2.AddLayer(unwinders.Region{Addr: 0x20000000, Data: ram}); err != nil {
+		t.Fatal(err)
+	}
+	logs, warns = FindRTT(im2, []unwinders.Range{{Lo: 0x1fff0000, Hi: 0x20000040}})
 	if len(logs) != 0 {
 		t.Errorf("logs %+v warnings %v", logs, warns)
 	}

@@ -17,7 +17,7 @@ func findLogs(elf *elfsym.File, t *unwinders.Target, d *crashdump.Dump, syms []s
 	if t == nil || t.Mem == nil {
 		return nil, warnings
 	}
-	out, warns := logs.FindRTT(t.Mem, d.Memory)
+	out, warns := logs.FindRTT(t.Mem, rttRanges(elf, d))
 	warnings = append(warnings, warns...)
 	for _, spec := range syms {
 		l, err := symbolLog(elf, t.Mem, spec)
@@ -60,4 +60,24 @@ func symbolLog(elf *elfsym.File, mem unwinders.Memory, spec string) (logs.Log, e
 		}
 	}
 	return logs.Symbol(mem, name, addr, size, idx, ring)
+}
+
+// rttRanges is where a control block may be: the ELF's writable sections
+// (it is a static variable), then the first MiB of each of the dump's
+// memory regions (a dump may map gigabytes; the scan must not read them
+// all).
+func rttRanges(elf *elfsym.File, d *crashdump.Dump) []unwinders.Range {
+	var out []unwinders.Range
+	if elf != nil {
+		for _, s := range elf.Sections() {
+			if s.Alloc && s.Write && !s.Exec && s.Size > 0 {
+				out = append(out, unwinders.Range{Lo: s.Addr, Hi: s.Addr + s.Size})
+			}
+		}
+	}
+	for _, r := range d.Memory {
+		n := uint32(min(len(r.Data), 1<<20))
+		out = append(out, unwinders.Range{Lo: r.Addr, Hi: r.Addr + n})
+	}
+	return out
 }
