@@ -61,6 +61,7 @@ func FindRTT(mem unwinders.Memory, ranges []unwinders.Range) ([]Log, []string) {
 				n = int(rest)
 			}
 			b := buf[:n]
+			scanned += chunk // tried, read or not: the bound is on the work
 			if mem.Read(uint32(a), b) != nil {
 				// The end of the chunk may run past the dump: try the chunk alone.
 				if n > chunk {
@@ -70,7 +71,6 @@ func FindRTT(mem unwinders.Memory, ranges []unwinders.Range) ([]Log, []string) {
 					continue
 				}
 			}
-			scanned += len(b)
 			for off := 0; off < len(b) && off < chunk; {
 				i := bytes.Index(b[off:], rttID)
 				if i < 0 {

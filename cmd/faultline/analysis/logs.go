@@ -69,15 +69,23 @@ func symbolLog(elf *elfsym.File, mem unwinders.Memory, spec string) (logs.Log, e
 func rttRanges(elf *elfsym.File, d *crashdump.Dump) []unwinders.Range {
 	var out []unwinders.Range
 	if elf != nil {
+		// Only the part of each section the dump holds.
 		for _, s := range elf.Sections() {
-			if s.Alloc && s.Write && !s.Exec && s.Size > 0 {
-				out = append(out, unwinders.Range{Lo: s.Addr, Hi: s.Addr + s.Size})
+			if !s.Alloc || !s.Write || s.Exec || s.Size == 0 {
+				continue
+			}
+			lo, hi := uint64(s.Addr), uint64(s.Addr)+uint64(s.Size)
+			for _, r := range d.Memory {
+				rlo, rhi := uint64(r.Addr), uint64(r.Addr)+uint64(len(r.Data))
+				if l, h := max(lo, rlo), min(hi, rhi, 0xffffffff); l < h {
+					out = append(out, unwinders.Range{Lo: uint32(l), Hi: uint32(h)})
+				}
 			}
 		}
 	}
 	for _, r := range d.Memory {
-		n := uint32(min(len(r.Data), 1<<20))
-		out = append(out, unwinders.Range{Lo: r.Addr, Hi: r.Addr + n})
+		h := min(uint64(r.Addr)+uint64(min(len(r.Data), 1<<20)), 0xffffffff)
+		out = append(out, unwinders.Range{Lo: r.Addr, Hi: uint32(h)})
 	}
 	return out
 }
