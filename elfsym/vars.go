@@ -16,6 +16,7 @@ func (f *File) Vars() *dwarfexpr.Program {
 		_, p.Loc, _ = f.Section(".debug_loc")
 		_, p.Loclists, _ = f.Section(".debug_loclists")
 		_, p.AddrSec, _ = f.Section(".debug_addr")
+		_, p.Info, _ = f.Section(".debug_info")
 		p.Symbol = func(addr uint32) (string, uint32, bool) {
 			ref, ok := f.SymbolFor(addr)
 			if !ok && addr&1 == 1 {

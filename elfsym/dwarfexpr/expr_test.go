@@ -140,3 +140,27 @@ func TestEvalHostile(t *testing.T) {
 		LocList4(e, 0, 0, 0x100)
 	}
 }
+
+// The units' DWARF versions are read from their headers: the sample
+// firmware is DWARF 5 (gcc 12, clang 14), elfsym's dwarf4 test ELF is 4.
+func TestUnitVersions(t *testing.T) {
+	for _, tc := range []struct {
+		elf  string
+		want int
+	}{
+		{"../../firmware-samples/build/gcc-m3-O2.elf", 5},
+		{"../../firmware-samples/build/clang-m3-O2.elf", 5},
+		{"../testdata/clang-inline-O2-dwarf4.elf", 4},
+	} {
+		p := openProgram(t, tc.elf)
+		p.index()
+		if len(p.units) == 0 {
+			t.Fatalf("%s: no units", tc.elf)
+		}
+		for off, u := range p.units {
+			if u.version != tc.want {
+				t.Errorf("%s: unit at 0x%x: version %d, want %d", tc.elf, off, u.version, tc.want)
+			}
+		}
+	}
+}

@@ -35,6 +35,7 @@ type Program struct {
 	Loc      []byte // .debug_loc
 	Loclists []byte // .debug_loclists
 	AddrSec  []byte // .debug_addr
+	Info     []byte // .debug_info, for the units' versions
 	// Symbol names the ELF symbol (function or object) holding addr:
 	// name and offset, ok=false when none.
 	Symbol func(addr uint32) (name string, off uint32, ok bool)
@@ -120,6 +121,7 @@ func (p *Program) index() {
 					u.addrBase = attrU64(e, attrGNUAddrBase)
 				}
 				u.loclistsBase = attrU64(e, attrLoclistsBase)
+				u.version = p.unitVersion(e.Offset)
 				p.units[e.Offset] = u
 				continue
 			case dwarf.TagSubprogram:
@@ -140,6 +142,25 @@ func (p *Program) index() {
 		}
 		sort.Slice(p.funcs, func(i, j int) bool { return p.funcs[i].lo < p.funcs[j].lo })
 	})
+}
+
+// unitVersion reads the DWARF version of the unit whose first DIE is at
+// off: the header before it is 12 bytes in DWARF 5 (the version 8 bytes
+// before the DIE), 11 in DWARF 2-4 (7 bytes before). 0 when unknown.
+func (p *Program) unitVersion(off dwarf.Offset) int {
+	v := func(at int64) int {
+		if at < 0 || at+2 > int64(len(p.Info)) {
+			return 0
+		}
+		return int(binary.LittleEndian.Uint16(p.Info[at:]))
+	}
+	if v(int64(off)-8) == 5 {
+		return 5
+	}
+	if n := v(int64(off) - 7); n >= 2 && n <= 4 {
+		return n
+	}
+	return 0
 }
 
 func attrU64(e *dwarf.Entry, a dwarf.Attr) uint64 {
@@ -384,7 +405,10 @@ func (p *Program) locExpr(e *dwarf.Entry, a dwarf.Attr, pc uint32, u *cu) []byte
 		}
 		var b []byte
 		var err error
-		if len(p.Loclists) > 0 && (u.loclistsBase != 0 || len(p.Loc) == 0) {
+		// DWARF 5 units use .debug_loclists, older ones .debug_loc (a
+		// firmware may link both: newlib's objects and the application's).
+		v5 := u.version >= 5 || (u.version == 0 && (u.loclistsBase != 0 || len(p.Loc) == 0))
+		if v5 && len(p.Loclists) > 0 {
 			b, err = LocList5(p.Loclists, off, u.base, pc, p.addrFunc(u))
 		} else {
 			b, err = LocList4(p.Loc, off, u.base, pc)
