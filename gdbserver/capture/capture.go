@@ -51,6 +51,11 @@ type Options struct {
 	// Resume lets the target run again after the capture; otherwise it is
 	// left halted.
 	Resume bool
+	// NoStep keeps the target untouched: the special registers the
+	// server does not offer (MSP, PSP, CONTROL and the masks under QEMU)
+	// are then left unknown instead of read by single-stepping MRS
+	// instructions written at the PC (recoverSysRegs).
+	NoStep bool
 	// Progress, when not nil, receives a progress line for large reads
 	// (a terminal).
 	Progress io.Writer
@@ -409,9 +414,6 @@ func read(c *client.Client, desc *client.Description, mmap []client.MemoryRegion
 	for _, n := range notes {
 		warn("%s", n)
 	}
-	if err := setRegisters(d, vals, warn); err != nil {
-		return nil, fmt.Errorf("%s: %w", c.Remote, err)
-	}
 	var holes []client.Hole
 	add := func(r Range) error {
 		data, h, err := c.ReadMemory(r.Addr, r.Size, progress(opt.Progress, r))
@@ -435,6 +437,28 @@ func read(c *client.Client, desc *client.Description, mmap []client.MemoryRegion
 		}
 	} else {
 		warn("CPUID could not be read (%s); the dump names no CPU", h[0].Reply)
+	}
+	if opt.NoStep {
+		var miss []string
+		for _, s := range sysRegs {
+			if _, ok := vals[s.name]; !ok && !(s.main && baseline(d.CPU)) {
+				miss = append(miss, strings.ToUpper(s.name))
+			}
+		}
+		if len(miss) > 0 {
+			warn("the server gives no %s; --no-step: not read from the core (the target is left untouched)", strings.Join(miss, "/"))
+		}
+	} else {
+		note, err := recoverSysRegs(c, desc, vals, d.CPU)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", c.Remote, err)
+		}
+		if note != "" {
+			warn("%s", note)
+		}
+	}
+	if err := setRegisters(d, vals, warn); err != nil {
+		return nil, fmt.Errorf("%s: %w", c.Remote, err)
 	}
 	switch d.CPU {
 	case "cortex-m33", "cortex-m35p", "cortex-m55", "cortex-m85":

@@ -76,6 +76,7 @@ type Client struct {
 	cmd     *exec.Cmd
 	stderr  *boundedBuffer
 	closeMu sync.Once
+	vcont   int // Step: 0 not asked yet, 1 vCont;s, 2 s
 }
 
 // deadliner is what connections with read deadlines implement (net.Conn,
@@ -764,4 +765,62 @@ func (c *Client) Xfer(object, annex string, limit int) ([]byte, error) {
 		}
 	}
 	return nil, fmt.Errorf("%s: qXfer:%s:read:%s: too many chunks", c.Remote, object, annex)
+}
+
+// Step executes one instruction ("vCont;s" when the server lists it in
+// its vCont? reply, else "s") and returns the stop reply. Servers mask
+// interrupts while stepping by default (QEMU's gdbstub, OpenOCD's
+// cortex_m maskisr auto), so the step runs that instruction only.
+func (c *Client) Step() ([]byte, error) {
+	if c.vcont == 0 {
+		c.vcont = 2
+		if p, err := c.Command("vCont?"); err == nil && bytes.HasPrefix(p, []byte("vCont")) {
+			for _, a := range strings.Split(string(p[len("vCont"):]), ";") {
+				if a == "s" {
+					c.vcont = 1
+				}
+			}
+		}
+	}
+	cmd := "s"
+	if c.vcont == 1 {
+		cmd = "vCont;s"
+	}
+	p, err := c.command([]byte(cmd), false)
+	if err != nil {
+		return nil, err
+	}
+	if isError(p) || len(p) == 0 {
+		return nil, &ErrorReply{Cmd: cmd, Code: string(p)}
+	}
+	return p, nil
+}
+
+// WriteRegister writes register num ("P"); value is little-endian, as g
+// and p give it. It reports false when the server does not support P
+// (empty reply).
+func (c *Client) WriteRegister(num int, value []byte) (bool, error) {
+	p, err := c.Command(fmt.Sprintf("P%x=%x", num, value))
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case len(p) == 0:
+		return false, nil
+	case string(p) == "OK":
+		return true, nil
+	}
+	return false, &ErrorReply{Cmd: fmt.Sprintf("P%x", num), Code: string(p)}
+}
+
+// WriteAllRegisters writes the g block back ("G" with hex as g gave it).
+func (c *Client) WriteAllRegisters(g []byte) error {
+	p, err := c.Command("G" + string(g))
+	if err != nil {
+		return err
+	}
+	if string(p) != "OK" {
+		return &ErrorReply{Cmd: "G", Code: string(p)}
+	}
+	return nil
 }

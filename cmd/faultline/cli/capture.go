@@ -21,6 +21,7 @@ func newCapture() *cobra.Command {
 		remote, elfPath, out, to string
 		regions, sets            []string
 		waitFault, resume, an    bool
+		noStep                   bool
 		timeout                  time.Duration
 	)
 	cmd := &cobra.Command{
@@ -33,9 +34,16 @@ reads the registers the server's target description offers, the SCB fault
 registers (CPUID..AFSR, SFSR/SFAR on ARMv8-M, FPCCR/FPCAR/FPDSCR with an
 FPU), every writable section of the ELF, the stack below the initial SP
 and each --region. Memory the server refuses to read is left out and
-listed in the dump's "capture" object. Where the server gives no MSP/PSP
-(QEMU 7.2), the one SP is derived from xPSR and CONTROL, with a warning;
-the other stays unknown.
+listed in the dump's "capture" object.
+
+Where the server gives no MSP/PSP (QEMU 7.2's gdbstub), capture reads
+them, with CONTROL, PRIMASK, BASEPRI and FAULTMASK, from the core: it
+saves the registers and the instruction bytes at the PC, writes one MRS
+instruction per register there, single-steps them, reads the results,
+then writes the bytes and every register back and checks both by reading
+them again; a warning says so. --no-step keeps the target untouched: the
+SP is then taken as MSP in handler mode (or as CONTROL.SPSEL says in
+thread mode) and the other stays unknown.
 
 With --wait-fault, breakpoints are set at the HardFault, MemManage,
 BusFault and UsageFault handlers of the ELF's vector table (hardware, else
@@ -71,7 +79,7 @@ under the final name when the capture fails).`,
 			if err := outfile.CheckNotInput("-o", []string{out}, []string{elfPath}); err != nil {
 				return err
 			}
-			opt := capture.Options{ELFPath: elfPath, WaitFault: waitFault, Timeout: timeout, Resume: resume}
+			opt := capture.Options{ELFPath: elfPath, WaitFault: waitFault, Timeout: timeout, Resume: resume, NoStep: noStep}
 			for _, s := range regions {
 				r, err := parseRegion(s)
 				if err != nil {
@@ -141,6 +149,7 @@ under the final name when the capture fails).`,
 	fl.DurationVar(&timeout, "timeout", 30*time.Second, "with --wait-fault: how long to wait for the fault")
 	fl.StringArrayVar(&sets, "set", nil, "SYMBOL=VALUE: write a global before the target runs (with --wait-fault; repeatable)")
 	fl.BoolVar(&resume, "resume", false, "let the target run again after the capture (default: leave it halted)")
+	fl.BoolVar(&noStep, "no-step", false, "never execute on the target: where the server gives no MSP/PSP, leave them unknown instead of stepping MRS instructions at the PC")
 	fl.BoolVar(&an, "analyze", false, "print the analysis of the captured dump")
 	return cmd
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/faultline-dev/faultline/cmd/faultline/analysis"
 	"github.com/faultline-dev/faultline/crashdump"
+	"github.com/faultline-dev/faultline/gdbserver/client"
 	"github.com/faultline-dev/faultline/unwinders"
 )
 
@@ -151,170 +153,301 @@ func liveFrames(r analysis.Report) []string {
 	return out
 }
 
-// TestCaptureQEMUEqualsOracle: for every QEMU oracle scenario of gcc-m3-O2
-// (mps2-an385) and gcc-m4f-O2 (mps2-an386, with an FP context), and the
-// FreeRTOS look-alike's gcc-m33-O2 (mps2-an505, 13 threads), capture
+// liveCase is one QEMU oracle scenario to capture live.
+type liveCase struct{ name, elf, machine, oracle, set string }
+
+// liveScenarios are the sample firmware's scenarios, longest name first
+// (a fixture is <build>-<scenario>.json).
+var liveScenarios = []string{"null_write_deep", "null_fnptr", "psp_thread", "irq_crash", "fpu_crash", "udf", "div0"}
+
+// liveMachine is the QEMU machine of a build's core (fixtures/oracle/run.sh).
+func liveMachine(build string) string {
+	switch {
+	case strings.Contains(build, "-m0-"):
+		return "microbit"
+	case strings.Contains(build, "-m3-"):
+		return "mps2-an385"
+	case strings.Contains(build, "-m4f-"):
+		return "mps2-an386"
+	case strings.Contains(build, "-m33-"):
+		return "mps2-an505"
+	}
+	return ""
+}
+
+// liveOracleCases are every scenario of every build in fixtures/qemu (the
+// QEMU+GDB oracle of the sample firmware on M3 and M4F), or with -short
+// those of gcc-m3-O2 and gcc-m4f-O2 only, and every build of the FreeRTOS
+// look-alike (fixtures/rtos/freertos: M0, M3, M4F and M33, the only M33
+// oracle dumps there are; it crashes a task on its own).
+func liveOracleCases(t *testing.T) []liveCase {
+	t.Helper()
+	var cases []liveCase
+	for _, o := range oracleFixtures(t) {
+		base := strings.TrimSuffix(filepath.Base(o), ".json")
+		sc := ""
+		for _, s := range liveScenarios {
+			if strings.HasSuffix(base, "-"+s) {
+				sc = s
+				break
+			}
+		}
+		build := strings.TrimSuffix(base, "-"+sc)
+		if sc == "" || liveMachine(build) == "" {
+			t.Errorf("%s: not <build>-<scenario> of a known core", o)
+			continue
+		}
+		if testing.Short() && build != "gcc-m3-O2" && build != "gcc-m4f-O2" {
+			continue
+		}
+		cases = append(cases, liveCase{base, filepath.Join(repo, "firmware-samples/build", build+".elf"), liveMachine(build), o,
+			fmt.Sprintf("crash_scenario=%d", scenarioNumbers[sc])})
+	}
+	rtosDumps, _ := filepath.Glob(filepath.Join(repo, "fixtures/rtos/freertos/*.json"))
+	for _, o := range rtosDumps {
+		build := strings.TrimSuffix(filepath.Base(o), ".json")
+		if strings.HasSuffix(build, ".tasks") || liveMachine(build) == "" {
+			continue
+		}
+		cases = append(cases, liveCase{"freertos-" + build, filepath.Join(repo, "firmware-samples/rtos-freertos/build", build+".elf"), liveMachine(build), o, ""})
+	}
+	return cases
+}
+
+// liveParallel bounds the QEMUs running at once.
+var liveParallel = make(chan struct{}, 2)
+
+// TestCaptureQEMUEqualsOracle: for every QEMU oracle scenario (see
+// liveOracleCases: M3, M4F with an FP context, M0 and M33), capture
 // --wait-fault --set crash_scenario=N against qemu-system-arm, then
 // compare analyze on the capture with analyze on the committed oracle
-// dump (fixtures/qemu, taken by GDB at the same breakpoint):
+// dump (taken by GDB at the same breakpoint):
 //
 //   - the fault (exception, causes, address) and every fault status
 //     register (the SCB block and, on M4F, FPCCR/FPCAR/FPDSCR);
 //   - every register the capture holds, which must include r0-r12, sp,
-//     lr, pc, xpsr, msp and, on M4F, s0-s31 and fpscr;
-//   - the frames (function and PC, exception frames by EXC_RETURN).
+//     lr, pc, xpsr, msp, psp, control, primask (basepri and faultmask
+//     but on M0) and, with an FPU, s0-s31 and fpscr;
+//   - every frame (function and PC, exception frames by EXC_RETURN),
+//     and every RTOS thread with its frames.
 //
-// What is not comparable: QEMU 7.2's gdbstub gives no MSP, PSP, CONTROL
-// or mask registers. The oracle reads them by running a routine in the
-// firmware (fl_capture_sysregs); capture must not: it derives MSP from SP
-// (handler mode) and leaves the others unknown, which the test asserts.
-// So in psp_thread, and in the FreeRTOS builds whose task was running on
-// the process stack, the capture's backtrace ends before that exception
-// frame (PSP unknown, which its stop reason must say) and is compared up
-// to there; the oracle's continues into the thread. (The FreeRTOS -hook
-// builds crash in PendSV, on the main stack, and are compared whole.)
+// QEMU 7.2's gdbstub gives no MSP, PSP, CONTROL or masks: capture reads
+// them by stepping MRS instructions written at the PC (the oracle by
+// running a routine in the firmware, fl_capture_sysregs), so the walks
+// through an exception frame on the process stack (psp_thread, the
+// FreeRTOS tasks) are compared whole, as every other.
 func TestCaptureQEMUEqualsOracle(t *testing.T) {
-	type liveCase struct{ name, elf, machine, oracle, set string }
-	var cases []liveCase
-	for _, b := range []struct{ build, machine string }{
-		{"gcc-m3-O2", "mps2-an385"},
-		{"gcc-m4f-O2", "mps2-an386"},
-	} {
-		elf := filepath.Join(repo, "firmware-samples/build", b.build+".elf")
-		for _, sc := range []string{"null_write_deep", "null_fnptr", "udf", "div0", "irq_crash", "psp_thread", "fpu_crash"} {
-			oracle := filepath.Join(repo, "fixtures/qemu", b.build+"-"+sc+".json")
-			if _, err := os.Stat(oracle); err == nil {
-				cases = append(cases, liveCase{b.build + "-" + sc, elf, b.machine, oracle, fmt.Sprintf("crash_scenario=%d", scenarioNumbers[sc])})
-			}
-		}
-	}
-	// Cortex-M33 (mps2-an505): the FreeRTOS look-alike crashes a task on
-	// its own; its QEMU+GDB oracle is fixtures/rtos/freertos (taken at the
-	// same breakpoint). The exception frame is on the task's stack (PSP).
-	// The other builds of that look-alike run the same way on their cores.
-	rtosDumps, _ := filepath.Glob(filepath.Join(repo, "fixtures/rtos/freertos/*.json"))
-	for _, o := range rtosDumps {
-		build := strings.TrimSuffix(filepath.Base(o), ".json")
-		if strings.HasSuffix(build, ".tasks") {
-			continue
-		}
-		machine := ""
-		switch {
-		case strings.Contains(build, "-m0-"):
-			machine = "microbit"
-		case strings.Contains(build, "-m3-"):
-			machine = "mps2-an385"
-		case strings.Contains(build, "-m4f-"):
-			machine = "mps2-an386"
-		case strings.Contains(build, "-m33-"):
-			machine = "mps2-an505"
-		default:
-			continue
-		}
-		cases = append(cases, liveCase{"freertos-" + build, filepath.Join(repo, "firmware-samples/rtos-freertos/build", build+".elf"), machine, o, ""})
-	}
+	cases := liveOracleCases(t)
 	dir := t.TempDir()
-	n := 0
 	for _, lc := range cases {
-		{
-			n++
-			b := struct{ build, machine string }{lc.name, lc.machine}
-			elf, oracle, sc := lc.elf, lc.oracle, lc.name
-			t.Run(lc.name, func(t *testing.T) {
-				remote := startQEMU(t, b.machine, elf)
-				out := filepath.Join(dir, lc.name+".json")
-				args := []string{"capture", "--remote", remote, "--elf", elf, "-o", out, "--wait-fault", "--timeout", "20s"}
-				if lc.set != "" {
-					args = append(args, "--set", lc.set)
+		t.Run(lc.name, func(t *testing.T) {
+			t.Parallel()
+			liveParallel <- struct{}{}
+			defer func() { <-liveParallel }()
+			elf, oracle := lc.elf, lc.oracle
+			remote := startQEMU(t, lc.machine, elf)
+			out := filepath.Join(dir, lc.name+".json")
+			args := []string{"capture", "--remote", remote, "--elf", elf, "-o", out, "--wait-fault", "--timeout", "20s"}
+			if lc.set != "" {
+				args = append(args, "--set", lc.set)
+			}
+			_, stderr, code := run(t, "", args...)
+			if code != 0 {
+				t.Fatalf("capture: exit %d: %s", code, stderr)
+			}
+			if !strings.Contains(stderr, "stopped in HardFault_Handler") {
+				t.Errorf("capture did not say where the target stopped: %s", stderr)
+			}
+			if !strings.Contains(stderr, "read them from the core by writing") || !strings.Contains(stderr, "written back and checked") {
+				t.Errorf("capture did not say it stepped MRS for the registers QEMU lacks: %s", stderr)
+			}
+			got, want := liveAnalyze(t, elf, out), liveAnalyze(t, elf, oracle)
+			sameFault(t, got.Fault, want.Fault, "oracle")
+			for k, v := range want.FRegs {
+				if got.FRegs[k] != v {
+					t.Errorf("fault register %s: capture %q, oracle %q", k, got.FRegs[k], v)
 				}
-				_, stderr, code := run(t, "", args...)
-				if code != 0 {
-					t.Fatalf("capture: exit %d: %s", code, stderr)
+			}
+			need := []string{"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "sp", "lr", "pc", "xpsr",
+				"msp", "psp", "control", "primask"}
+			if !strings.Contains(lc.name, "-m0-") {
+				need = append(need, "basepri", "faultmask")
+			}
+			if strings.Contains(lc.name, "m4f") || strings.Contains(lc.name, "m33") && !strings.Contains(lc.name, "-tz") {
+				for i := 0; i < 32; i++ {
+					need = append(need, fmt.Sprintf("s%d", i))
 				}
-				if !strings.Contains(stderr, "stopped in HardFault_Handler") {
-					t.Errorf("capture did not say where the target stopped: %s", stderr)
+				need = append(need, "fpscr")
+			}
+			for _, k := range need {
+				if _, ok := got.Regs[k]; !ok {
+					t.Errorf("the capture lacks register %s", k)
 				}
-				d, err := crashdump.Load(out)
-				if err != nil {
-					t.Fatal(err)
+			}
+			for k, v := range got.Regs {
+				if _, ok := want.Regs[k]; !ok && (k == "basepri" || k == "faultmask") && strings.HasPrefix(lc.name, "freertos-") {
+					continue // the FreeRTOS oracle's GDB script reads MSP, PSP, CONTROL, PRIMASK only
 				}
-				if _, ok := d.Regs.Get(pspReg); ok {
-					t.Errorf("the capture holds a PSP, which QEMU 7.2 does not give: invented")
+				if want.Regs[k] != v {
+					t.Errorf("register %s: capture %s, oracle %s", k, v, want.Regs[k])
 				}
-				got, want := liveAnalyze(t, elf, out), liveAnalyze(t, elf, oracle)
-				sameFault(t, got.Fault, want.Fault, "oracle")
-				for k, v := range want.FRegs {
-					if got.FRegs[k] != v {
-						t.Errorf("fault register %s: capture %q, oracle %q", k, got.FRegs[k], v)
-					}
+			}
+			g, w := liveFrames(got.Report), liveFrames(want.Report)
+			if !slices.Equal(g, w) {
+				t.Errorf("frames differ:\n capture %q\n oracle  %q", g, w)
+			}
+			if len(g) < 2 {
+				t.Errorf("backtrace too short: %q", g)
+			}
+			if got.Stop != want.Stop {
+				t.Errorf("stop differs:\n capture %q\n oracle  %q", got.Stop, want.Stop)
+			}
+			// RTOS threads: the same list, each walked the same.
+			if len(got.Threads) != len(want.Threads) {
+				t.Errorf("%d threads, oracle %d", len(got.Threads), len(want.Threads))
+			}
+			for i := range min(len(got.Threads), len(want.Threads)) {
+				gt, wt := got.Threads[i], want.Threads[i]
+				if gt.Name != wt.Name || gt.State != wt.State || gt.Current != wt.Current {
+					t.Errorf("thread %d: %s %s current=%v, oracle %s %s current=%v", i, gt.Name, gt.State, gt.Current, wt.Name, wt.State, wt.Current)
 				}
-				need := []string{"r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "sp", "lr", "pc", "xpsr", "msp"}
-				if strings.Contains(b.build, "m4f") || strings.Contains(b.build, "m33") && !strings.Contains(b.build, "-tz") {
-					for i := 0; i < 32; i++ {
-						need = append(need, fmt.Sprintf("s%d", i))
-					}
-					need = append(need, "fpscr")
+				gf := liveFrames(analysis.Report{Frames: gt.Frames})
+				wf := liveFrames(analysis.Report{Frames: wt.Frames})
+				if !slices.Equal(gf, wf) {
+					t.Errorf("thread %s: frames differ:\n capture %q\n oracle  %q", gt.Name, gf, wf)
 				}
-				for _, k := range need {
-					if _, ok := got.Regs[k]; !ok {
-						t.Errorf("the capture lacks register %s", k)
-					}
-				}
-				for k, v := range got.Regs {
-					if want.Regs[k] != v {
-						t.Errorf("register %s: capture %s, oracle %s", k, v, want.Regs[k])
-					}
-				}
-				g, w := liveFrames(got.Report), liveFrames(want.Report)
-				// Where the oracle's walk goes on through an exception frame
-				// on the process stack and the capture's stops there for the
-				// unknown PSP, the frames are compared up to that frame.
-				pspStop := false
-				if n := len(g); n < len(w) && slices.Equal(g, w[:n]) && strings.Contains(got.Stop, "PSP is not known") {
-					if x, ok := strings.CutPrefix(w[n], "<exception>@0x"); ok {
-						if v, err := strconv.ParseUint(x, 16, 32); err == nil && v&4 != 0 {
-							pspStop = true
-							t.Logf("compared up to the exception frame on the process stack (%s); the capture's walk stops: %s", w[n], got.Stop)
-						}
-					}
-				}
-				if sc == "psp_thread" && !pspStop {
-					t.Errorf("psp_thread: the capture's walk should stop at the exception frame on the unknown PSP; stop %q", got.Stop)
-				}
-				if !pspStop && !slices.Equal(g, w) {
-					t.Errorf("frames differ:\n capture %q\n oracle  %q", g, w)
-				}
-				// RTOS threads: the same list; the switched-out ones (their
-				// contexts are in RAM) walk the same. The running one's
-				// stack needs the PSP, unknown here.
-				if len(got.Threads) != len(want.Threads) {
-					t.Errorf("%d threads, oracle %d", len(got.Threads), len(want.Threads))
-				}
-				for i := range min(len(got.Threads), len(want.Threads)) {
-					gt, wt := got.Threads[i], want.Threads[i]
-					if gt.Name != wt.Name || gt.State != wt.State || gt.Current != wt.Current {
-						t.Errorf("thread %d: %s %s current=%v, oracle %s %s current=%v", i, gt.Name, gt.State, gt.Current, wt.Name, wt.State, wt.Current)
-					}
-					if !gt.Current {
-						gf := liveFrames(analysis.Report{Frames: gt.Frames})
-						wf := liveFrames(analysis.Report{Frames: wt.Frames})
-						if !slices.Equal(gf, wf) {
-							t.Errorf("thread %s: frames differ:\n capture %q\n oracle  %q", gt.Name, gf, wf)
-						}
-					}
-				}
-				if len(g) < 2 && !pspStop {
-					t.Errorf("backtrace too short: %q", g)
-				}
-			})
-		}
+			}
+		})
 	}
-	if n < 30 {
-		t.Errorf("only %d oracle scenarios found for gcc-m3-O2, gcc-m4f-O2 and the FreeRTOS look-alike", n)
+	min := 140
+	if testing.Short() {
+		min = 30
+	}
+	if len(cases) < min {
+		t.Errorf("only %d oracle scenarios found (want at least %d)", len(cases), min)
 	}
 }
 
 var pspReg = unwinders.PSP
+
+// --no-step leaves the target untouched: QEMU gives no PSP, so the dump
+// has none, the capture says so, and the walk stops at the exception
+// frame on the process stack (a prefix of the oracle's frames).
+func TestCaptureNoStep(t *testing.T) {
+	elf := filepath.Join(repo, "firmware-samples/build/gcc-m3-O2.elf")
+	oracle := filepath.Join(repo, "fixtures/qemu/gcc-m3-O2-psp_thread.json")
+	remote := startQEMU(t, "mps2-an385", elf)
+	out := filepath.Join(t.TempDir(), "c.json")
+	_, stderr, code := run(t, "", "capture", "--remote", remote, "--elf", elf, "-o", out, "--wait-fault", "--set", "crash_scenario=6", "--no-step")
+	if code != 0 {
+		t.Fatalf("capture: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "--no-step: not read from the core") || strings.Contains(stderr, "read them from the core by writing") {
+		t.Errorf("capture --no-step did not say the registers were left unread: %s", stderr)
+	}
+	d, err := crashdump.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := d.Regs.Get(pspReg); ok {
+		t.Errorf("--no-step: the capture holds a PSP, which QEMU 7.2 does not give")
+	}
+	got, want := liveAnalyze(t, elf, out), liveAnalyze(t, elf, oracle)
+	g, w := liveFrames(got.Report), liveFrames(want.Report)
+	if len(g) >= len(w) || !slices.Equal(g, w[:len(g)]) || !strings.Contains(got.Stop, "PSP is not known") {
+		t.Errorf("--no-step: the walk should stop at the exception frame on the unknown PSP:\n capture %q (%s)\n oracle  %q", g, got.Stop, w)
+	}
+}
+
+// Reading MSP/PSP by stepping leaves the target as found: after a capture
+// of the M4F's psp_thread (halted at HardFault_Handler), a second
+// connection reads every register the server gives (core and FPU) and
+// they equal those in the dump (read before the step); the code at the PC
+// equals the ELF's image; every RAM region the dump holds reads the same.
+func TestCaptureStepLeavesTargetAsFound(t *testing.T) {
+	elf := filepath.Join(repo, "firmware-samples/build/gcc-m4f-O2.elf")
+	remote := startQEMU(t, "mps2-an386", elf)
+	out := filepath.Join(t.TempDir(), "c.json")
+	_, stderr, code := run(t, "", "capture", "--remote", remote, "--elf", elf, "-o", out, "--wait-fault", "--set", "crash_scenario=6")
+	if code != 0 {
+		t.Fatalf("capture: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "read them from the core by writing") {
+		t.Fatalf("capture did not step: %s", stderr)
+	}
+	d, err := crashdump.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.Dial(remote, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	desc, err := c.TargetDescription()
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, _, err := c.ReadRegisters(desc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]unwinders.Reg{"sp": unwinders.SP, "lr": unwinders.LR, "pc": unwinders.PC, "xpsr": unwinders.XPSR, "fpscr": unwinders.FPSCR}
+	for i := 0; i <= 12; i++ {
+		names[fmt.Sprintf("r%d", i)] = unwinders.R0 + unwinders.Reg(i)
+	}
+	for i := 0; i < 32; i++ {
+		names[fmt.Sprintf("s%d", i)] = unwinders.S(i)
+		// QEMU gives d0-d15: s(2n) is the low word of d(n).
+		if b, ok := vals[fmt.Sprintf("d%d", i/2)]; ok && len(b) == 8 {
+			vals[fmt.Sprintf("s%d", i)] = b[4*(i%2) : 4*(i%2)+4]
+		}
+	}
+	for n, r := range names {
+		now, ok := vals.U32(n)
+		was, ok2 := d.Regs.Get(r)
+		if !ok || !ok2 || now != was {
+			t.Errorf("%s after the capture 0x%08x (read %v), in the dump 0x%08x (held %v)", n, now, ok, was, ok2)
+		}
+	}
+	fw, err := openFirmware(elf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fw.Close()
+	pc, _ := d.Regs.Get(unwinders.PC)
+	code6, _, err := c.ReadMemory(pc, 64, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, seg := range fw.Segments() {
+		if seg.Contains(pc) && uint64(pc)+64 <= seg.End() {
+			if img := seg.Data[pc-seg.Addr : pc-seg.Addr+64]; !bytes.Equal(code6, img) {
+				t.Errorf("the code at pc 0x%08x after the capture:\n %x\nthe ELF's:\n %x", pc, code6, img)
+			}
+		}
+	}
+	n := 0
+	for _, r := range d.Memory {
+		if r.Addr >= 0xe0000000 {
+			continue // system registers
+		}
+		now, holes, err := c.ReadMemory(r.Addr, uint32(len(r.Data)), nil)
+		if err != nil || len(holes) > 0 {
+			t.Fatalf("reading %s again: %v %v", r.Name, err, holes)
+		}
+		if !bytes.Equal(now, r.Data) {
+			t.Errorf("memory %s changed after the capture", r.Name)
+		}
+		n += len(now)
+	}
+	if n < 1024 {
+		t.Errorf("only %d bytes of RAM compared", n)
+	}
+}
 
 // The other output formats and --analyze: one capture of div0 per format;
 // analyze gives the same frames on each, and --analyze prints the report.
