@@ -67,3 +67,49 @@ func TestVarsConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// An argument whose current location needs a register the frame does not
+// have gets the value its caller passed, proven from the caller's call
+// site, marked entry (GDB's a@entry): deep2_big_locals(a) of gcc -O2 is
+// r1-1 at 0x2bc (r1 is caller-saved: unknown), and deep1_entry's call
+// site says r0 = r4*3+1 = 10 with r4 recovered by CFI (GDB: a=a@entry=10).
+func TestArgAtEntry(t *testing.T) {
+	elf, err := elfsym.Open(repo + "/firmware-samples/build/gcc-m3-O2.elf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := crashdump.Load(repo + "/fixtures/qemu/gcc-m3-O2-null_write_deep.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Analyze(elf, d, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vfs := vframes(elf, r.Target, r.Walk.Frames)
+	k := -1
+	for _, f := range r.Frames {
+		if f.Function == "deep2_big_locals" {
+			k = f.phys
+		}
+	}
+	if k < 0 || vfs[k] == nil {
+		t.Fatal("no deep2_big_locals frame")
+	}
+	if vfs[k].PC != 0x2bd {
+		t.Fatalf("deep2_big_locals looked up at 0x%x, want 0x2bd (return address 0x2be - 1)", vfs[k].PC)
+	}
+	vfs[k].PC = 0x2bc // where a is r1-1
+	sc := elf.Vars().FrameVars(vfs[k], false)
+	if len(sc) != 1 || len(sc[0].Args) != 1 {
+		t.Fatalf("scopes %+v", sc)
+	}
+	if a := sc[0].Args[0]; a.Value != "10" || !a.Entry {
+		t.Errorf("a = %+v, want 10 from the call site (entry)", a)
+	}
+	// Without the caller, nothing can be proven.
+	vfs[k].Caller = nil
+	if a := elf.Vars().FrameVars(vfs[k], false)[0].Args[0]; !a.OptimizedOut || a.Value != "" {
+		t.Errorf("a without the caller = %+v, want optimized out", a)
+	}
+}
