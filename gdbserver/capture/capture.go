@@ -249,6 +249,10 @@ func applySets(c *client.Client, opt Options, warn func(string, ...any)) error {
 	if err != nil {
 		return fmt.Errorf("--set: %s: %w", opt.ELFPath, err)
 	}
+	atMain, err := runToMain(c, opt, syms)
+	if err != nil {
+		return err
+	}
 	for _, s := range opt.Sets {
 		var sym *elf.Symbol
 		for i := range syms {
@@ -275,6 +279,9 @@ func applySets(c *client.Client, opt Options, warn func(string, ...any)) error {
 		addr := uint32(sym.Value)
 		addrs := []uint32{addr}
 		for _, p := range ef.Progs {
+			if atMain {
+				break // the startup code has copied .data already
+			}
 			if p.Type == elf.PT_LOAD && p.Filesz > 0 && p.Paddr != p.Vaddr && uint64(addr) >= p.Vaddr && uint64(addr)+uint64(size) <= p.Vaddr+p.Filesz {
 				addrs = append(addrs, uint32(p.Paddr+(uint64(addr)-p.Vaddr)))
 			}
@@ -292,6 +299,62 @@ func applySets(c *client.Client, opt Options, warn func(string, ...any)) error {
 		}
 	}
 	return nil
+}
+
+// runToMain: a target fresh out of reset (its PC at the vector table's
+// reset entry) whose ELF has a main is first run to main (a breakpoint
+// there, within Timeout), so that the startup code has copied .data and
+// zeroed .bss before the values are written, as a GDB script would set
+// them; the load addresses (flash, often not writable through a probe)
+// are then left alone and the startup code's registers are those of an
+// unmodified image. It reports whether it did.
+func runToMain(c *client.Client, opt Options, syms []elf.Symbol) (bool, error) {
+	in := opt.ELF.Info()
+	if in.Vectors == nil {
+		return false, nil
+	}
+	var main uint32
+	for _, s := range syms {
+		if s.Name == "main" && elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Section != elf.SHN_UNDEF {
+			main = uint32(s.Value) &^ 1
+		}
+	}
+	pc, err := readPC(c)
+	if err != nil || main == 0 || pc != in.Vectors.Reset&^1 {
+		return false, err
+	}
+	kind := 1
+	ok, err := c.Breakpoint(kind, main, true)
+	if err != nil || !ok {
+		kind = 0
+		if ok, err = c.Breakpoint(kind, main, true); err != nil || !ok {
+			return false, nil // no breakpoint: write at the load addresses too
+		}
+	}
+	timeout := opt.Timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	stop, timedOut, err := c.Continue(timeout)
+	if _, err2 := c.Breakpoint(kind, main, false); err == nil && err2 != nil {
+		err = err2
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := stopOK(stop); err != nil {
+		return false, fmt.Errorf("%s: --set: running to main: %w", c.Remote, err)
+	}
+	if pc, err = readPC(c); err != nil {
+		return false, err
+	}
+	if pc != main {
+		if timedOut {
+			return false, &NoFaultError{Timeout: timeout, PC: fmt.Sprintf("0x%08x (running from reset to main, to write --set)", pc)}
+		}
+		return false, fmt.Errorf("%s: --set: running from reset to main 0x%08x, the target stopped at pc 0x%08x (stop reply %q)", c.Remote, main, pc, stop)
+	}
+	return true, nil
 }
 
 // waitFault arms the handlers, resumes the target and waits for it to

@@ -47,7 +47,9 @@ thread mode) and the other stays unknown.
 
 With --wait-fault, breakpoints are set at the HardFault, MemManage,
 BusFault and UsageFault handlers of the ELF's vector table (hardware, else
-software), each --set SYMBOL=VALUE is written (at the symbol and, for
+software), each --set SYMBOL=VALUE is written (a target at its reset
+entry is first run to main, so the startup code has copied .data, and the
+value is written at the symbol; otherwise at the symbol and, for
 initialised data, at its load address), the target runs, and the dump is
 taken when it stops at a handler. Exit status 3 when it does not within
 --timeout (the target is then interrupted and left halted). The

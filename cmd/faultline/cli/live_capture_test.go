@@ -175,33 +175,66 @@ func liveMachine(build string) string {
 	return ""
 }
 
-// liveOracleCases are every scenario of every build in fixtures/qemu (the
-// QEMU+GDB oracle of the sample firmware on M3 and M4F), or with -short
-// those of gcc-m3-O2 and gcc-m4f-O2 only, and every build of the FreeRTOS
-// look-alike (fixtures/rtos/freertos: M0, M3, M4F and M33, the only M33
-// oracle dumps there are; it crashes a task on its own).
+// liveOracleCases are every scenario of every build with a QEMU+GDB
+// oracle dump: fixtures/qemu (the sample firmware on M3 and M4F) and the
+// corpora fixtures/qemu-cxx, qemu-dispatch and qemu-excentry (scenarios
+// from firmware-samples/<dir>/scenarios.txt, as fixtures/oracle/run.sh
+// runs them), or with -short those of fixtures/qemu's gcc-m3-O2 and
+// gcc-m4f-O2 only; and every build of the FreeRTOS look-alike
+// (fixtures/rtos/freertos: M0, M3, M4F and M33, the only M33 oracle dumps
+// there are; it crashes a task on its own).
 func liveOracleCases(t *testing.T) []liveCase {
 	t.Helper()
 	var cases []liveCase
-	for _, o := range oracleFixtures(t) {
-		base := strings.TrimSuffix(filepath.Base(o), ".json")
-		sc := ""
-		for _, s := range liveScenarios {
-			if strings.HasSuffix(base, "-"+s) {
-				sc = s
-				break
+	for _, corpus := range []string{"", "cxx", "dispatch", "excentry"} {
+		if testing.Short() && corpus != "" {
+			continue
+		}
+		fixDir, fwDir, prefix := "fixtures/qemu", "firmware-samples", ""
+		numbers := map[string]int{}
+		for _, sc := range liveScenarios {
+			numbers[sc] = scenarioNumbers[sc]
+		}
+		if corpus != "" {
+			fixDir, fwDir, prefix = "fixtures/qemu-"+corpus, "firmware-samples/"+corpus, corpus+"-"
+			numbers = map[string]int{}
+			data, err := os.ReadFile(filepath.Join(repo, fwDir, "scenarios.txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, line := range strings.Split(string(data), "\n") {
+				f := strings.Fields(line)
+				if len(f) == 2 && !strings.HasPrefix(f[0], "#") {
+					n, err := strconv.Atoi(f[0])
+					if err != nil {
+						t.Fatalf("%s/scenarios.txt: %q", fwDir, line)
+					}
+					numbers[f[1]] = n
+				}
 			}
 		}
-		build := strings.TrimSuffix(base, "-"+sc)
-		if sc == "" || liveMachine(build) == "" {
-			t.Errorf("%s: not <build>-<scenario> of a known core", o)
-			continue
+		dumps, _ := filepath.Glob(filepath.Join(repo, fixDir, "*.json"))
+		if len(dumps) == 0 {
+			t.Fatalf("no oracle dumps in %s", fixDir)
 		}
-		if testing.Short() && build != "gcc-m3-O2" && build != "gcc-m4f-O2" {
-			continue
+		for _, o := range dumps {
+			base := strings.TrimSuffix(filepath.Base(o), ".json")
+			sc, build := "", ""
+			for name := range numbers {
+				if b, ok := strings.CutSuffix(base, "-"+name); ok && len(name) > len(sc) {
+					sc, build = name, b
+				}
+			}
+			if sc == "" || liveMachine(build) == "" {
+				t.Errorf("%s: not <build>-<scenario> of a known core and scenario", o)
+				continue
+			}
+			if testing.Short() && build != "gcc-m3-O2" && build != "gcc-m4f-O2" {
+				continue
+			}
+			cases = append(cases, liveCase{prefix + base, filepath.Join(repo, fwDir, "build", build+".elf"), liveMachine(build), o,
+				fmt.Sprintf("crash_scenario=%d", numbers[sc])})
 		}
-		cases = append(cases, liveCase{base, filepath.Join(repo, "firmware-samples/build", build+".elf"), liveMachine(build), o,
-			fmt.Sprintf("crash_scenario=%d", scenarioNumbers[sc])})
 	}
 	rtosDumps, _ := filepath.Glob(filepath.Join(repo, "fixtures/rtos/freertos/*.json"))
 	for _, o := range rtosDumps {
@@ -319,7 +352,7 @@ func TestCaptureQEMUEqualsOracle(t *testing.T) {
 			}
 		})
 	}
-	min := 140
+	min := 440
 	if testing.Short() {
 		min = 30
 	}
