@@ -616,12 +616,24 @@ func ramRanges(opt Options, d *crashdump.Dump, mmap []client.MemoryRegion, warn 
 		if sp, ok := d.Regs.Get(reg); ok && sp != 0 && !covered(rs, sp) && !covered(rs, sp-1) {
 			// The stack in use lies outside what the ELF describes: take
 			// 4 KiB above SP (within the memory map, when there is one).
+			a := sp &^ 3
 			size := uint32(4096)
-			if uint64(sp)+uint64(size) > 1<<32 {
-				size = uint32(1<<32 - uint64(sp))
+			if uint64(a)+uint64(size) > 1<<32 {
+				size = uint32(1<<32 - uint64(a))
 			}
-			rs = append(rs, Range{Addr: sp &^ 3, Size: size, Why: reg.String() + " (outside the ELF's RAM)"})
-			warn("%s 0x%08x lies outside the ELF's RAM sections: read 0x%08x-0x%08x", reg, sp, sp&^3, uint64(sp&^3)+uint64(size))
+			bound := ""
+			if m, ok := mapRegionAt(mmap, a); ok && uint64(a)+uint64(size) > uint64(m.Start)+m.Length {
+				// The server's memory map ends the memory before: read no
+				// further (a probe answers reads past it with errors or
+				// bus faults).
+				size = uint32(uint64(m.Start) + m.Length - uint64(a))
+				bound = fmt.Sprintf(" (bounded by the server's memory map: %s 0x%08x-0x%08x)", m.Type, m.Start, uint64(m.Start)+m.Length)
+			}
+			if size == 0 {
+				continue
+			}
+			rs = append(rs, Range{Addr: a, Size: size, Why: reg.String() + " (outside the ELF's RAM)"})
+			warn("%s 0x%08x lies outside the ELF's RAM sections: read 0x%08x-0x%08x%s", reg, sp, a, uint64(a)+uint64(size), bound)
 		}
 	}
 	rs = append(rs, opt.Regions...)
@@ -638,6 +650,16 @@ func ramRanges(opt Options, d *crashdump.Dump, mmap []client.MemoryRegion, warn 
 		}
 	}
 	return rs, nil
+}
+
+// mapRegionAt returns the memory map's region holding a.
+func mapRegionAt(mmap []client.MemoryRegion, a uint32) (client.MemoryRegion, bool) {
+	for _, m := range mmap {
+		if a >= m.Start && uint64(a) < uint64(m.Start)+m.Length {
+			return m, true
+		}
+	}
+	return client.MemoryRegion{}, false
 }
 
 func inMap(mmap []client.MemoryRegion, r Range) bool {

@@ -25,6 +25,12 @@ import (
 // target description), its SCB block and 16 KiB of RAM.
 func fakeTarget(t *testing.T) (*clienttest.Server, string) {
 	t.Helper()
+	return fakeTargetWith(t, nil)
+}
+
+// fakeTargetWith is fakeTarget changed by edit before it serves.
+func fakeTargetWith(t *testing.T, edit func(s *clienttest.Server, le func(uint32) string)) (*clienttest.Server, string) {
+	t.Helper()
 	le := func(v uint32) string {
 		var b [4]byte
 		binary.LittleEndian.PutUint32(b[:], v)
@@ -44,6 +50,9 @@ func fakeTarget(t *testing.T) (*clienttest.Server, string) {
 		G:          g.String(),
 		P:          map[int]string{15: le(0x100)},
 		Mem:        []clienttest.Region{{Addr: 0xe000ed00, Data: scb}, {Addr: 0x20000000, Data: make([]byte, 0x4000)}},
+	}
+	if edit != nil {
+		edit(s, le)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -304,5 +313,47 @@ func TestCaptureUsage(t *testing.T) {
 	_, stderr, code := run(t, "", "capture", "--remote", "127.0.0.1:1", "--elf", elf, "-o", filepath.Join(t.TempDir(), "x.json"))
 	if code != ExitInput || !strings.Contains(stderr, "127.0.0.1:1") {
 		t.Errorf("no server: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// The server's memory map bounds the window read around a stack pointer
+// outside the ELF's RAM: SP 0x30000f80 in a 4 KiB RAM region that the map
+// ends at 0x30001000 is read up to there (128 bytes), not 4 KiB past it,
+// so no read the server refuses and no hole; without the map the window
+// runs on and the reads past the region are holes.
+func TestCaptureMemoryMapBoundsSPWindow(t *testing.T) {
+	elf := filepath.Join(repo, "firmware-samples/build/gcc-m3-O2.elf")
+	for _, withMap := range []bool{true, false} {
+		_, addr := fakeTargetWith(t, func(s *clienttest.Server, le func(uint32) string) {
+			s.G = s.G[:13*8] + le(0x30000f80) + s.G[14*8:]
+			s.Mem = append(s.Mem, clienttest.Region{Addr: 0x30000000, Data: make([]byte, 0x1000)})
+			if withMap {
+				s.MemoryMap = `<memory-map><memory type="flash" start="0x0" length="0x400000"/><memory type="ram" start="0x20000000" length="0x4000"/><memory type="ram" start="0x30000000" length="0x1000"/><memory type="ram" start="0xe0000000" length="0x20000000"/></memory-map>`
+			}
+		})
+		out := filepath.Join(t.TempDir(), "c.json")
+		_, stderr, code := run(t, "", "capture", "--remote", addr, "--elf", elf, "-o", out, "--no-step")
+		if code != 0 {
+			t.Fatalf("map %v: exit %d: %s", withMap, code, stderr)
+		}
+		d, err := crashdump.Load(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		refused := strings.Contains(stderr, "memory 0x30000f80-0x30001f80: the server replied E14")
+		held := false
+		for _, r := range d.Memory {
+			held = held || r.Contains(0x30000f80) && r.Contains(0x30000fff)
+		}
+		bounded := strings.Contains(stderr, "read 0x30000f80-0x30001000 (bounded by the server's memory map: ram 0x30000000-0x30001000)")
+		if withMap && (!bounded || refused || !held) {
+			t.Errorf("with the map: bounded %v, refused %v, stack held %v: %s", bounded, refused, held, stderr)
+		}
+		// Without the map the window runs past the region: the server
+		// refuses it (in 256-byte pieces, each straddling the end), and
+		// the 128 bytes of stack are lost with it.
+		if !withMap && (bounded || !refused || held) {
+			t.Errorf("without the map: bounded %v, refused %v, stack held %v: %s", bounded, refused, held, stderr)
+		}
 	}
 }
