@@ -112,6 +112,17 @@ func Capture(c *client.Client, opt Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(stop) > 0 && (stop[0] == 'W' || stop[0] == 'X') {
+		// A Black Magic Probe answers "W00" until a target is attached:
+		// scan (monitor swdp_scan, as its documentation does in GDB) and
+		// attach the first target found (vAttach;1, GDB's "attach 1").
+		if s, err := attachFirst(c); err != nil {
+			return nil, err
+		} else if s != nil {
+			warn("the server had no target attached (stop reply %q): scanned with \"monitor swdp_scan\" and attached target 1 (vAttach;1), as a Black Magic Probe needs; attaching halts the target", stop)
+			stop = s
+		}
+	}
 	if err := stopOK(stop); err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Remote, err)
 	}
@@ -167,6 +178,24 @@ func Capture(c *client.Client, opt Options) (*Result, error) {
 	d.Capture.Warnings = res.Warnings
 	res.Dump = d
 	return res, nil
+}
+
+// attachFirst scans and attaches target 1; nil when the server does not
+// do that (no qRcmd, the scan fails or finds nothing to attach).
+func attachFirst(c *client.Client) ([]byte, error) {
+	ok, err := c.Monitor("swdp_scan")
+	if errors.Is(err, client.ErrTimeout) {
+		return nil, nil
+	}
+	if err != nil || !ok {
+		return nil, err
+	}
+	s, err := c.Attach(1)
+	var er *client.ErrorReply
+	if errors.As(err, &er) {
+		return nil, nil
+	}
+	return s, err
 }
 
 // stopOK checks a stop reply: the target is halted (S or T), not gone.

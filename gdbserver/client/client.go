@@ -824,3 +824,29 @@ func (c *Client) WriteAllRegisters(g []byte) error {
 	}
 	return nil
 }
+
+// Monitor sends a monitor command (qRcmd, hex-encoded) and reports
+// whether the server answered OK (its console output is dropped). An
+// empty reply (qRcmd not supported) or an error reply is false.
+func (c *Client) Monitor(cmd string) (bool, error) {
+	p, err := c.command([]byte(fmt.Sprintf("qRcmd,%x", cmd)), false)
+	if err != nil {
+		return false, err
+	}
+	return string(p) == "OK", nil
+}
+
+// Attach sends vAttach;PID (extended-remote servers such as the Black
+// Magic Probe, where PID numbers a target found by a scan) and returns
+// the stop reply.
+func (c *Client) Attach(pid int) ([]byte, error) {
+	cmd := fmt.Sprintf("vAttach;%x", pid)
+	p, err := c.command([]byte(cmd), false)
+	if err != nil {
+		return nil, err
+	}
+	if len(p) == 0 || isError(p) {
+		return nil, &ErrorReply{Cmd: cmd, Code: string(p)}
+	}
+	return p, nil
+}

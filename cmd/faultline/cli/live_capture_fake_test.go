@@ -357,3 +357,28 @@ func TestCaptureMemoryMapBoundsSPWindow(t *testing.T) {
 		}
 	}
 }
+
+// A Black Magic Probe answers "?" with W00 until a target is attached:
+// capture scans (qRcmd swdp_scan) and attaches target 1 (vAttach;1), says
+// so, and captures; a server that answers W00 and knows no swdp_scan is
+// an error naming the stop reply.
+func TestCaptureAttachesLikeBlackMagicProbe(t *testing.T) {
+	elf := filepath.Join(repo, "firmware-samples/build/gcc-m3-O2.elf")
+	s, addr := fakeTargetWith(t, func(s *clienttest.Server, _ func(uint32) string) { s.Unattached = true })
+	out := filepath.Join(t.TempDir(), "c.json")
+	_, stderr, code := run(t, "", "capture", "--remote", addr, "--elf", elf, "-o", out, "--no-step")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, `scanned with "monitor swdp_scan" and attached target 1`) {
+		t.Errorf("capture did not say it attached: %s", stderr)
+	}
+	if log := strings.Join(s.Log(), " "); !strings.Contains(log, "vAttach;1") {
+		t.Errorf("no vAttach;1 sent: %s", log)
+	}
+	_, addr = fakeTargetWith(t, func(s *clienttest.Server, _ func(uint32) string) { s.Stop = "W00" })
+	_, stderr, code = run(t, "", "capture", "--remote", addr, "--elf", elf, "-o", filepath.Join(t.TempDir(), "d.json"))
+	if code == 0 || !strings.Contains(stderr, `the target has exited (stop reply "W00")`) {
+		t.Errorf("a W00 server without swdp_scan: exit %d: %s", code, stderr)
+	}
+}

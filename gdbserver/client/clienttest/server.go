@@ -46,6 +46,10 @@ type Server struct {
 	// Running is a target that runs when the client connects: "?" gets
 	// no answer until an interrupt (0x03) stops it.
 	Running bool
+	// Unattached is a Black Magic Probe before "monitor swdp_scan" and
+	// "attach 1": "?" gets W00 until qRcmd swdp_scan then vAttach;1.
+	Unattached bool
+	scanned    bool
 
 	mu        sync.Mutex
 	log       []string
@@ -186,10 +190,29 @@ func (s *Server) handle(p string) (*string, bool, bool) {
 			return str("OK"), false, false
 		}
 		return str(""), false, false
+	case strings.HasPrefix(p, "qRcmd,"):
+		if s.Unattached && p == "qRcmd,"+hex.EncodeToString([]byte("swdp_scan")) {
+			s.mu.Lock()
+			s.scanned = true
+			s.mu.Unlock()
+			return str("OK"), false, false
+		}
+		return str(""), false, false
+	case p == "vAttach;1":
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if !s.scanned {
+			return str("E01"), false, false
+		}
+		s.Unattached = false
+		return str(s.stop()), false, false
 	case p == "?":
 		s.mu.Lock()
-		running := s.Running
+		running, unattached := s.Running, s.Unattached
 		s.mu.Unlock()
+		if unattached {
+			return str("W00"), false, false
+		}
 		if running {
 			return nil, false, false
 		}
