@@ -124,7 +124,11 @@ func recoverSysRegs(c *client.Client, desc *client.Description, vals client.Regi
 		} else if back, h, err := c.ReadMemory(scratch, uint32(len(saved)), nil); err != nil || len(h) > 0 || !bytes.Equal(back, saved) {
 			errs = append(errs, fmt.Errorf("the %d bytes at 0x%08x read back differ from those saved (%x, read %x, %v)", len(saved), scratch, saved, back, err))
 		}
-		// P for r0..rN and pc, else G with the block as g gave it.
+		// P for r0..rN and pc, else G with the block as g gave it; not
+		// at all when they read back as found (the step did not run).
+		if g1, err := c.Command("g"); err == nil && bytes.Equal(g0, g1) {
+			return errors.Join(errs...)
+		}
 		usedP := true
 		for _, r := range append(rRegs, pcReg) {
 			b, ok := vals[r.Name]

@@ -382,3 +382,41 @@ func TestCaptureAttachesLikeBlackMagicProbe(t *testing.T) {
 		t.Errorf("a W00 server without swdp_scan: exit %d: %s", code, stderr)
 	}
 }
+
+// A server that writes memory but cannot step ("s" and vCont unknown):
+// the MRS instructions written at the PC are taken back, the registers
+// checked, and MSP/PSP stay unknown, with a warning saying so.
+func TestCaptureStepUnsupportedRestores(t *testing.T) {
+	elf := filepath.Join(repo, "firmware-samples/build/gcc-m3-O2.elf")
+	code0 := make([]byte, 0x200)
+	for i := range code0 {
+		code0[i] = byte(i*7 + 1)
+	}
+	s, addr := fakeTargetWith(t, func(s *clienttest.Server, _ func(uint32) string) {
+		s.Mem = append(s.Mem, clienttest.Region{Addr: 0, Data: append([]byte(nil), code0...)})
+	})
+	out := filepath.Join(t.TempDir(), "c.json")
+	_, stderr, code := run(t, "", "capture", "--remote", addr, "--elf", elf, "-o", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "stepping MRS at pc 0x000000c0 failed") || !strings.Contains(stderr, "left unknown (target restored and checked)") {
+		t.Errorf("capture did not say the step failed and the target was restored: %s", stderr)
+	}
+	log := strings.Join(s.Log(), " ")
+	if !strings.Contains(log, "Mc0,") {
+		t.Errorf("no MRS written at the PC: %s", log)
+	}
+	for _, r := range s.Mem {
+		if r.Addr == 0 && !slices.Equal(r.Data, code0) {
+			t.Errorf("the code at 0 was not written back")
+		}
+	}
+	d, err := crashdump.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Regs.Known(unwinders.PSP) {
+		t.Errorf("PSP known after a failed step")
+	}
+}
