@@ -507,6 +507,16 @@ func (m *machine) result(cause Cause) (*Result, error) {
 		binary.LittleEndian.PutUint32(scb[a:], s.read32(addrCPUID+a))
 	}
 	res.SCS = append(res.SCS, Memory{Addr: addrCPUID, Name: "scb", Data: scb})
+	if s.MPUCtrl&1 != 0 {
+		// The MPU block as a debugger reads it (TYPE, CTRL, RNR, the
+		// region RNR selects and its aliases): a guard region the
+		// firmware set is evidence of a stack overflow into it.
+		mpu := make([]byte, addrMPUAliases+4-addrMPUType)
+		for a := uint32(0); a < uint32(len(mpu)); a += 4 {
+			binary.LittleEndian.PutUint32(mpu[a:], s.read32(addrMPUType+a))
+		}
+		res.SCS = append(res.SCS, Memory{Addr: addrMPUType, Name: "mpu", Data: mpu})
+	}
 	if m.cpu.fp {
 		fp := make([]byte, 12)
 		for a := uint32(0); a < 12; a += 4 {

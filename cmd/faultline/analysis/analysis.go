@@ -17,6 +17,7 @@ import (
 	"github.com/faultline-dev/faultline/logs"
 	"github.com/faultline-dev/faultline/rtos"
 	"github.com/faultline-dev/faultline/unwinders"
+	"github.com/faultline-dev/faultline/verdict"
 )
 
 // Schema is the analysis JSON schema name.
@@ -45,6 +46,10 @@ type Report struct {
 	// Logs: the log text the firmware left in RAM (SEGGER RTT up
 	// buffers, --log buffers).
 	Logs []logs.Log `json:"logs,omitempty"`
+	// StackVerdict says that a stack overflowed, and whose, on positive
+	// evidence only; absent without any (or, with overflow false, names a
+	// lockup).
+	StackVerdict *verdict.Stack `json:"stack_verdict,omitempty"`
 	// RTOS threads (design.md "Threads (RTOS)"): absent without a kernel.
 	RTOS    *RTOSJSON    `json:"rtos,omitempty"`
 	Threads []ThreadJSON `json:"threads,omitempty"`
@@ -232,11 +237,11 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 	// when the dump holds a reconstructed pre-exception state).
 	r.SCB = d.Fault
 	r.FaultInfo = fault.DecodeInput(fault.Input{Profile: t.Profile, Regs: &d.Regs, SCB: r.SCB, Faulting: faultingRegs(res.Frames), Lockup: d.Lockup})
-	if d.Lockup != nil {
-		if n := spBelowRAM(elf, d); n != "" {
-			r.FaultInfo.Notes = append(r.FaultInfo.Notes, n)
-		}
+	belowRAM := spBelowRAM(elf, d)
+	if d.Lockup != nil && belowRAM != "" {
+		r.FaultInfo.Notes = append(r.FaultInfo.Notes, belowRAM)
 	}
+	r.StackVerdict = stackVerdict(elf, d, t, res.Frames, kernel, belowRAM)
 	r.Fault = FaultJSON{Exception: r.FaultInfo.Exception, Number: r.FaultInfo.Number, Causes: r.FaultInfo.Causes, Notes: r.FaultInfo.Notes}
 	if r.Fault.Causes == nil {
 		r.Fault.Causes = []fault.Cause{}

@@ -45,6 +45,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	for _, n := range r.Fault.Notes {
 		fmt.Fprintf(&b, "  note: %s\n", n)
 	}
+	writeVerdict(&b, r)
 
 	// Registers.
 	b.WriteString("\nRegisters\n")
@@ -326,4 +327,22 @@ func stackUse(s rtos.Stack) string {
 		out += " OVERFLOW"
 	}
 	return out
+}
+
+// writeVerdict prints the stack verdict: "Stack overflow: main (evidence:
+// MSTKERR, SP below stack start)" and why, or a lockup with no overflow
+// shown.
+func writeVerdict(b *strings.Builder, r *Report) {
+	v := r.StackVerdict
+	if v == nil {
+		return
+	}
+	if v.Overflow {
+		fmt.Fprintf(b, "Stack overflow: %s (evidence: %s)\n", v.Stack, strings.Join(v.Evidence, ", "))
+	} else {
+		fmt.Fprintf(b, "Lockup: no stack overflow shown (evidence: %s)\n", strings.Join(v.Evidence, ", "))
+	}
+	for _, d := range v.Details {
+		fmt.Fprintf(b, "  %s\n", d)
+	}
 }
