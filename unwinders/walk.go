@@ -385,6 +385,9 @@ func step(t *Target, frames []Frame, chain []Unwinder) (Frame, string, *Stop) {
 	var fallback Frame // valid when haveFallback (a value: no frame escapes per step)
 	var haveFallback bool
 	var fallbackDetail string
+	// uncaptured: the first strategy that needed memory the dump lacks,
+	// said on the caller another strategy finds (a partial dump).
+	var uncaptured string
 	for _, u := range chain {
 		caller, err := u.Step(t, frames)
 		if err == ErrNotApplicable {
@@ -397,7 +400,14 @@ func step(t *Target, frames []Frame, chain []Unwinder) (Frame, string, *Stop) {
 			if errors.Is(err, ErrUnmapped) && first == nil {
 				first = &Stop{Kind: StopMemory, Detail: fmt.Sprintf("%s: %v", u.Name(), err)}
 			}
+			var ue *UnmappedError
+			if uncaptured == "" && errors.As(err, &ue) {
+				uncaptured = fmt.Sprintf("memory at 0x%08x not captured: %s could not unwind here", ue.Missing, u.Name())
+			}
 			continue
+		}
+		if uncaptured != "" {
+			caller.Note = joinNote(uncaptured, caller.Note)
 		}
 		if caller.Method == "" {
 			caller.Method = u.Name()

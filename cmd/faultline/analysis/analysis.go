@@ -212,7 +212,7 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 		s.crash = res.Frames[:0] // grown: keep the larger one for the next dump
 	}
 	r.Target = t
-	r.Stop = demangleText(elf, memoryStop(res.Stop))
+	r.Stop = demangleText(elf, memoryStop(partialStop(d, t, res), stackHeld(d, t, kernel, res.Frames)))
 	if kernel != nil && cutWalk(elf, kernel.Kind, &res) {
 		r.Stop = taskEntryStop
 	}
@@ -263,6 +263,13 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 	}
 	for i := range r.Frames {
 		r.Frames[i].Note = demangleText(elf, r.Frames[i].Note)
+	}
+	if n := len(r.Frames); n > 0 && res.Stop.Kind == unwinders.StopMemory {
+		// The frame whose caller needed memory the dump lacks says so.
+		if m := memAddr.FindStringSubmatch(res.Stop.Detail); m != nil {
+			f := &r.Frames[n-1]
+			f.Note = joinNote(f.Note, "its caller is unknown: memory at "+m[1]+" not captured")
+		}
 	}
 	for _, e := range symErrs {
 		r.Warnings = append(r.Warnings, e+": file:line or inlined frames may be missing")
@@ -452,12 +459,86 @@ func cpuName(tag string) string {
 var memAddr = regexp.MustCompile(`at (0x[0-9a-fA-F]{8}): address not mapped`)
 
 // memoryStop words a walk that stopped for lack of memory as "memory at
-// ADDR is not in the dump", the address first; other stops as they are.
-func memoryStop(s unwinders.Stop) string {
+// ADDR not captured", the address first, then how much of the stack the
+// dump holds (held, "" when unknown); other stops as they are.
+func memoryStop(s unwinders.Stop, held string) string {
 	if s.Kind == unwinders.StopMemory {
 		if m := memAddr.FindStringSubmatch(s.Detail); m != nil {
-			return fmt.Sprintf("memory at %s is not in the dump (%s)", m[1], s.Detail)
+			if held != "" {
+				held = ": " + held
+			}
+			return fmt.Sprintf("memory at %s not captured%s (%s)", m[1], held, s.Detail)
 		}
 	}
+	if held != "" && uncapturedNote.MatchString(s.Detail) {
+		return s.String() + " (" + held + ")"
+	}
 	return s.String()
+}
+
+// uncapturedNote finds a frame note "memory at 0x... not captured".
+var uncapturedNote = regexp.MustCompile(`memory at (0x[0-9a-f]{8}) not captured`)
+
+// partialStop rewords a stop that a partial dump caused: an exception
+// frame whose caller's SP lies above the memory the dump holds (below the
+// stack's top) stopped for want of that memory; a walk that went on past
+// memory it lacked (a guess found the caller) names that memory too.
+func partialStop(d *crashdump.Dump, t *unwinders.Target, res unwinders.Result) unwinders.Stop {
+	s := res.Stop
+	if s.Kind == unwinders.StopSPOutOfStack && len(res.Frames) > 0 {
+		sp := res.Frames[len(res.Frames)-1].SP
+		if !inDump(d, sp) && t.Stack.Hi != 0 && sp > t.Stack.Hi && (t.MainStackTop == 0 || sp < t.MainStackTop) {
+			return unwinders.Stop{Kind: unwinders.StopMemory, Detail: fmt.Sprintf("SP 0x%08x after the exception frame: read at 0x%08x: address not mapped", sp, sp)}
+		}
+	}
+	if s.Kind != unwinders.StopMemory {
+		for i, f := range res.Frames {
+			if m := uncapturedNote.FindStringSubmatch(f.Note); m != nil {
+				s.Detail = joinNote(s.Detail, fmt.Sprintf("the walk went on past memory at %s not captured from frame %d, found by %s", m[1], i, f.Method))
+				break
+			}
+		}
+	}
+	return s
+}
+
+// stackHeld says how much of the stack the walk's last frame runs on the
+// dump holds: the dumped memory from that frame's SP up, and, when the
+// stack's top is known (the vector table's initial SP, the current RTOS
+// task's stack end), how far short of it the dump ends.
+func stackHeld(d *crashdump.Dump, t *unwinders.Target, kernel *rtos.Kernel, frames []unwinders.Frame) string {
+	// The innermost-first frames' last SP the dump holds (a frame whose
+	// caller's SP lies above the dump is measured from its own).
+	for k := len(frames) - 1; k >= 0; k-- {
+		if s := stackHeldAt(d, t, kernel, frames[k].SP); s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+func stackHeldAt(d *crashdump.Dump, t *unwinders.Target, kernel *rtos.Kernel, sp uint32) string {
+	for _, r := range d.Memory {
+		if len(r.Data) == 0 || sp < r.Addr || uint64(sp) > r.End() {
+			continue // (SP at the region's end: the dump holds nothing above it)
+		}
+		end := uint32(min(r.End(), 1<<32-1))
+		top := uint32(0)
+		if t.MainStackTop != 0 && sp < t.MainStackTop && t.MainStackTop-sp <= 1<<20 {
+			top = t.MainStackTop
+		}
+		if kernel != nil {
+			for _, th := range kernel.Threads {
+				if th.Current && th.Stack.Start <= sp && sp < th.Stack.End {
+					top = th.Stack.End
+				}
+			}
+		}
+		s := fmt.Sprintf("the dump holds %d bytes of this stack, from SP 0x%08x up to 0x%08x", end-sp, sp, end)
+		if top > end {
+			s += fmt.Sprintf(", %d bytes short of its top 0x%08x", top-end, top)
+		}
+		return s
+	}
+	return ""
 }

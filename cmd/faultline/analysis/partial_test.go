@@ -22,7 +22,7 @@ func TestPartialDump(t *testing.T) {
 	if len(r.Frames) < 5 || r.Frames[2].Function != "null_store" {
 		t.Errorf("frames %q", names(r))
 	}
-	if !strings.HasPrefix(r.Stop, "memory at 0x20003fc8 is not in the dump (") {
+	if !strings.HasPrefix(r.Stop, "memory at 0x20003fc8 not captured: the dump holds ") {
 		t.Errorf("stop %q", r.Stop)
 	}
 	if w := strings.Join(r.Warnings, "\n"); !strings.Contains(w, "the dump's memory ends at 0x20003f80, below the initial stack pointer 0x20004000") {

@@ -45,9 +45,14 @@ func vframes(elf *elfsym.File, t *unwinders.Target, frames []unwinders.Frame) []
 	if t != nil && t.Mem != nil {
 		read = t.Mem.Read
 	}
+	guessed := false
 	for i := range frames {
 		f := &frames[i]
-		if f.Kind != unwinders.KindNormal || (i > 0 && f.Confidence < unwinders.ConfidenceMedium) {
+		// A caller found by a fallback because the memory its unwind
+		// needed was not captured (a partial dump) has guessed registers,
+		// and so has every frame past it: no value is read with them.
+		guessed = guessed || strings.Contains(f.Note, " not captured: ")
+		if f.Kind != unwinders.KindNormal || (i > 0 && f.Confidence < unwinders.ConfidenceMedium) || guessed {
 			continue
 		}
 		afterExc := i > 0 && frames[i-1].Kind == unwinders.KindException
@@ -76,12 +81,15 @@ func vframes(elf *elfsym.File, t *unwinders.Target, frames []unwinders.Frame) []
 			}
 			return 0, false
 		}
-		if i+1 < len(frames) && frames[i+1].Kind == unwinders.KindNormal {
+		if i+1 < len(frames) && frames[i+1].Kind == unwinders.KindNormal && frames[i+1].Confidence == unwinders.ConfidenceHigh {
+			// (A guessed caller's SP, from a stack scan past memory the
+			// dump lacks, is no CFA: values at it would be invented.)
 			cfa := frames[i+1].SP
 			vf.CFA = func() (uint32, bool) { return cfa, true }
 		} else if cfa, ok := cfaByCFI(elf, t, pc, sp, &regs); ok {
 			// No caller frame (the outermost one, or one an exception
-			// interrupted): the CFA from the frame's own CFI row.
+			// interrupted) or only a guessed one: the CFA from the
+			// frame's own CFI row.
 			vf.CFA = func() (uint32, bool) { return cfa, true }
 		}
 		out[i] = vf

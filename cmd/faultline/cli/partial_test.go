@@ -79,10 +79,10 @@ func TestAnalyzePartialDump(t *testing.T) {
 	}{
 		{"cut short", func(p string) error { return os.Truncate(p, 0x3f80) },
 			`memory[0]: region file "` + ram + `" holds 16256 of its 16384 bytes: memory 0x20003f80-0x20004000 is missing`,
-			"memory at 0x20003fc8 is not in the dump (", 5},
+			"memory at 0x20003fc8 not captured: ", 5},
 		{"deleted", os.Remove,
 			`memory[0]: region file "` + ram + `" (0x20000000-0x20004000) is missing: that memory is not in the dump`,
-			"memory at 0x20003618 is not in the dump (", 1},
+			"memory at 0x20003618 not captured", 1},
 	} {
 		p := copySizedDump(t, src)
 		if err := c.cut(filepath.Join(filepath.Dir(p), ram)); err != nil {
