@@ -107,5 +107,16 @@ func TestStackVerdictFreeRTOSTask(t *testing.T) {
 		if !strings.Contains(b.String(), "\nStack overflow: deep (evidence: SP below stack start)\n  task deep's stack overflowed: its saved SP 0x") {
 			t.Errorf("%s: text lacks the verdict:\n%.1200s", f.dump, b.String())
 		}
+		d, err := crashdump.Load(f.dump)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var h strings.Builder
+		if err := WriteHTML(&h, r, d, HTMLOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(h.String(), `<p class="verdict"><span class="badge">stack overflow</span> <b>deep</b> · evidence: SP below stack start</p>`) {
+			t.Errorf("%s: HTML lacks the verdict", f.dump)
+		}
 	}
 }
