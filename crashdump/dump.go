@@ -72,6 +72,10 @@ type Dump struct {
 	// native "lockup"): Regs are then the state at the faulting
 	// instruction, no handler ran.
 	Lockup *fault.LockupInfo
+	// FatalReason is the reason a Zephyr coredump's header gives
+	// (k_fatal_error_reason: K_ERR_CPU_EXCEPTION 0 .. K_ERR_KERNEL_PANIC
+	// 4, larger values architecture specific); nil for other formats.
+	FatalReason *uint32
 	// Threads are the threads the dump itself lists (an ELF core's
 	// NT_PRSTATUS notes), the crashing one first with Regs as its
 	// registers; nil when the dump lists one thread or none. An RTOS's

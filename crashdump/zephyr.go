@@ -48,6 +48,15 @@ const (
 	zephyrThreadsVersion = 1
 )
 
+// ZephyrReasonName names a k_fatal_error_reason value, "" for one that is
+// architecture specific or unknown.
+func ZephyrReasonName(r uint32) string {
+	if r < uint32(len(zephyrReasons)) {
+		return zephyrReasons[r]
+	}
+	return ""
+}
+
 // zephyrReasons names k_fatal_error_reason values.
 var zephyrReasons = [...]string{"K_ERR_CPU_EXCEPTION", "K_ERR_SPURIOUS_IRQ", "K_ERR_STACK_CHK_FAIL", "K_ERR_KERNEL_OOPS", "K_ERR_KERNEL_PANIC"}
 
@@ -105,6 +114,7 @@ func decodeZephyr(r *binReader, format string) (*Dump, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.FatalReason = &reason
 	switch {
 	case reason == 0:
 	case reason < uint32(len(zephyrReasons)):

@@ -45,7 +45,9 @@ type Report struct {
 	Warnings []string    `json:"warnings"`
 	// Logs: the log text the firmware left in RAM (SEGGER RTT up
 	// buffers, --log buffers).
-	Logs []logs.Log `json:"logs,omitempty"`
+	// Message is the crash's own message (omitted when none is known).
+	Message *MessageJSON `json:"message,omitempty"`
+	Logs    []logs.Log   `json:"logs,omitempty"`
 	// StackVerdict says that a stack overflowed, and whose, on positive
 	// evidence only; absent without any (or, with overflow false, names a
 	// lockup).
@@ -241,6 +243,7 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 	if d.Lockup != nil && belowRAM != "" {
 		r.FaultInfo.Notes = append(r.FaultInfo.Notes, belowRAM)
 	}
+	r.Message = crashMessage(d)
 	r.StackVerdict = stackVerdict(elf, d, t, res.Frames, kernel, belowRAM)
 	r.Fault = FaultJSON{Exception: r.FaultInfo.Exception, Number: r.FaultInfo.Number, Causes: r.FaultInfo.Causes, Notes: r.FaultInfo.Notes}
 	if r.Fault.Causes == nil {

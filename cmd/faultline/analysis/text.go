@@ -45,6 +45,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	for _, n := range r.Fault.Notes {
 		fmt.Fprintf(&b, "  note: %s\n", n)
 	}
+	if m := r.Message; m != nil {
+		fmt.Fprintf(&b, "Message: %s (read from the %s)\n", m.Text, m.Source)
+	}
 	writeVerdict(&b, r)
 
 	// Registers.
