@@ -193,8 +193,19 @@ func TestMutationSweep(t *testing.T) {
 			}
 			n := allocated() - before
 			if n > sweepMaxAlloc {
+				// The counter is the process's: a goroutine another
+				// test left running (or a previous input's abandoned
+				// run) allocates into it too. An input that really
+				// allocates without bound does so again: measure once
+				// more and keep the smaller figure.
+				before2 := allocated()
+				if res2 := runSweep(&in); res2.err == nil {
+					n = min(n, allocated()-before2)
+				}
+			}
+			if n > sweepMaxAlloc {
 				failures++
-				t.Errorf("%s %s: allocated %d bytes, more than %d", b.path, m.Name, n, sweepMaxAlloc)
+				t.Errorf("%s %s: allocated %d bytes, more than %d (measured twice)", b.path, m.Name, n, sweepMaxAlloc)
 			}
 			if n > biggest {
 				biggest, biggestName = n, b.path+" "+m.Name
