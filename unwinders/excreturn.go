@@ -125,8 +125,12 @@ type ExceptionFrame struct {
 	Size       uint32 // bytes from Base: 0x20, 0x68 or 0xA8
 	Padded     bool   // stacked xPSR bit 9: a 4-byte alignment pad sits above the frame
 	Extended   bool
-	LazyFP     bool // FP slots reserved but never written (lazy stacking)
-	StateCtx   bool // v8-M additional state context present
+	LazyFP     bool // FP slots not known to be written (lazy stacking pending, or no FPCCR to tell)
+	// LazyPending: FPCCR and FPCAR prove lazy stacking is pending for this
+	// frame, so no FP instruction ran since its entry and the live S0-S15
+	// and FPSCR are still the interrupted code's.
+	LazyPending bool
+	StateCtx    bool // v8-M additional state context present
 	// CallerSP is the stack pointer of the interrupted code.
 	CallerSP uint32
 }
@@ -178,9 +182,17 @@ func Unstack(t *Target, handler *Frame, exc ExcReturn, handlerSP uint32) (pseudo
 		if errC == nil && t.Profile == V8M && fpccr&fpccrTS != 0 && exc.SecureStack(t.Profile) {
 			ef.Size = 0xA8
 		}
-		if errC == nil && fpccr&(fpccrASPEN|fpccrLSPEN|fpccrLSPACT) == fpccrASPEN|fpccrLSPEN|fpccrLSPACT {
+		switch {
+		case errC != nil:
+			// Without FPCCR nothing says whether lazy stacking
+			// (on by default after reset) left the slots unwritten:
+			// what they hold is not known to be S0-S15.
+			ef.LazyFP = true
+			note = "S0-S15 and FPSCR of the FP frame are unknown: the dump lacks FPCCR, so lazy FP stacking may have left their slots unwritten"
+		case fpccr&(fpccrASPEN|fpccrLSPEN|fpccrLSPACT) == fpccrASPEN|fpccrLSPEN|fpccrLSPACT:
 			if fpcar, errA := ReadU32(t.Mem, AddrFPCAR); errA == nil && fpcar&^7 == (ef.Base+0x20)&^7 {
 				ef.LazyFP = true
+				ef.LazyPending = true
 				note = "S0-S15 and FPSCR were reserved but not written (lazy FP stacking is pending)"
 			}
 		}
@@ -221,6 +233,16 @@ func Unstack(t *Target, handler *Frame, exc ExcReturn, handlerSP uint32) (pseudo
 	}
 	for i, reg := range []Reg{R0, R1, R2, R3, R12, LR, PC, XPSR} {
 		r.Set(reg, w[i])
+	}
+	if ef.LazyPending {
+		for i := 0; i < 16; i++ {
+			if v, ok := handler.Regs.Get(S(i)); ok {
+				r.Set(S(i), v)
+			}
+		}
+		if v, ok := handler.Regs.Get(FPSCR); ok {
+			r.Set(FPSCR, v)
+		}
 	}
 	if ef.Extended && !ef.LazyFP {
 		var fp [17]uint32

@@ -417,3 +417,50 @@ func TestHandlerRanNothing(t *testing.T) {
 		}
 	}
 }
+
+// An FP frame's S0-S15 slots are read only when the dump proves they were
+// written: without FPCCR lazy stacking may have left them unwritten (it is
+// on after reset), and while lazy stacking is pending the interrupted
+// code's values are still the live registers, which frame 0 holds.
+func TestWalkFPFrameSlotsNeedProof(t *testing.T) {
+	base := uint32(0x20000200)
+	frame := make([]uint32, 0x68/4)
+	copy(frame, []uint32{0, 0, 0, 0, 0, 0x65, 0x88, 0x01000000})
+	for i := 0; i < 16; i++ {
+		frame[8+i] = 0x3F800000 + uint32(i)
+	}
+	for _, tc := range []struct {
+		name    string
+		fpccr   []Region
+		live    bool
+		want    uint32
+		known   bool
+		pending bool
+	}{
+		{"written", []Region{{Name: "fp", Addr: AddrFPCCR, Data: words(0xC0000000, base+0x20)}}, true, 0x3F800001, true, false},
+		{"no FPCCR", nil, true, 0, false, false},
+		{"pending, live S1", []Region{{Name: "fp", Addr: AddrFPCCR, Data: words(0xC0000001, base+0x20)}}, true, 0x40000001, true, true},
+		{"pending, no live S1", []Region{{Name: "fp", Addr: AddrFPCCR, Data: words(0xC0000001, base+0x20)}}, false, 0, false, true},
+	} {
+		tg := exceptionTarget(t, base, frame, tc.fpccr...)
+		var r Registers
+		r.Set(PC, 0x10)
+		r.Set(LR, 0xFFFFFFE9)
+		r.Set(SP, base)
+		if tc.live {
+			r.Set(S(1), 0x40000001)
+		}
+		res := Walk(tg, r, []Unwinder{LinkRegister{}}, Options{})
+		if len(res.Frames) < 3 {
+			t.Fatalf("%s: frames %d, stop %v", tc.name, len(res.Frames), res.Stop)
+		}
+		ef, g := res.Frames[1].Exception, res.Frames[2]
+		if ef.LazyPending != tc.pending || ef.LazyFP == (tc.name == "written") {
+			t.Errorf("%s: %+v", tc.name, ef)
+		}
+		s1, ok := g.Regs.Get(S(1))
+		if ok != tc.known || (ok && s1 != tc.want) {
+			t.Errorf("%s: s1 0x%x known %v, want 0x%x known %v", tc.name, s1, ok, tc.want, tc.known)
+		}
+	}
+}

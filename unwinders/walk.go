@@ -259,9 +259,35 @@ func walk(t *Target, regs Registers, chain []Unwinder, opt Options) Result {
 					carried = true
 				}
 			}
+			// The live S0-S15 and FPSCR (frame 0's): Unstack takes them
+			// for the interrupted code only where FPCCR and FPCAR prove
+			// lazy FP stacking still pending for this frame (no FP
+			// instruction ran since its entry).
+			var liveFP uint32 // bit i+1: S(i) carried; bit 0: FPSCR
+			if len(res.Frames) > 0 {
+				for i := -1; i < 16; i++ {
+					reg := FPSCR
+					if i >= 0 {
+						reg = S(i)
+					}
+					if v, ok := res.Frames[0].Regs.Get(reg); ok && !h.Regs.Known(reg) {
+						h.Regs.Set(reg, v)
+						liveFP |= 1 << (i + 1)
+					}
+				}
+			}
 			pseudo, next, err := Unstack(t, &h, exc, caller.SP)
 			if carried {
 				pseudo.Regs.Forget(XPSR)
+			}
+			for i := -1; liveFP != 0 && i < 16; i++ {
+				if liveFP&(1<<(i+1)) != 0 {
+					reg := FPSCR
+					if i >= 0 {
+						reg = S(i)
+					}
+					pseudo.Regs.Forget(reg)
+				}
 			}
 			if err != nil {
 				kind := StopBadException
