@@ -127,7 +127,7 @@ under the final name when the capture fails).`,
 				fmt.Fprintf(cmd.ErrOrStderr(), "faultline: warning: %s: %s\n", remote, w)
 			}
 			d := res.Dump
-			if err := writeDump(cmd, d, to, out, elfPath); err != nil {
+			if err := writeDump(cmd, d, to, out, []string{elfPath}); err != nil {
 				return err
 			}
 			if res.Handler != "" {
@@ -175,8 +175,9 @@ func parseRegion(s string) (capture.Range, error) {
 
 // writeDump writes d as --to says, with the shared output rules: native
 // as a manifest with region files beside it (self-contained on stdout),
-// elfcore and crashcatcher as one file, each written whole or not at all.
-func writeDump(cmd *cobra.Command, d *crashdump.Dump, to, out, elfPath string) error {
+// elfcore and crashcatcher as one file, each written whole or not at all;
+// never over one of inputs. capture and convert share it.
+func writeDump(cmd *cobra.Command, d *crashdump.Dump, to, out string, inputs []string) error {
 	if out == "-" {
 		if to == convertNative {
 			return d.WriteSelfContained(cmd.OutOrStdout())
@@ -196,7 +197,7 @@ func writeDump(cmd *cobra.Command, d *crashdump.Dump, to, out, elfPath string) e
 	if to == convertNative {
 		outputs = d.OutputFiles(out)
 	}
-	if err := outfile.CheckNotInput("-o", outputs, []string{elfPath}); err != nil {
+	if err := outfile.CheckNotInput("-o", outputs, inputs); err != nil {
 		return err
 	}
 	switch to {

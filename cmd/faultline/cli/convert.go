@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -99,36 +98,7 @@ manifest written there is self-contained. A self-contained manifest over
 			}
 			inputs = append(inputs, a...)
 			inputs = append(inputs, elfPath)
-			if out == "-" {
-				if to == convertNative {
-					return d.WriteSelfContained(cmd.OutOrStdout())
-				}
-				// Checked whole before any of it goes out.
-				var b bytes.Buffer
-				write := d.WriteCrashCatcher
-				if to == convertELFCore {
-					write = d.WriteELFCore
-				}
-				if err := write(&b); err != nil {
-					return err
-				}
-				_, err := cmd.OutOrStdout().Write(b.Bytes())
-				return err
-			}
-			outputs := []string{out}
-			if to == convertNative {
-				outputs = d.OutputFiles(out)
-			}
-			if err := outfile.CheckNotInput("-o", outputs, inputs); err != nil {
-				return err
-			}
-			switch to {
-			case convertNative:
-				return d.Write(out)
-			case convertELFCore:
-				return outfile.Write(out, nil, d.WriteELFCore)
-			}
-			return outfile.Write(out, nil, d.WriteCrashCatcher)
+			return writeDump(cmd, d, to, out, inputs)
 		},
 	}
 	cmd.Flags().StringVar(&to, "to", "", "output format: native|crashcatcher|elfcore (required)")
