@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/faultline-dev/faultline/cmd/faultline/scenario"
 	"github.com/faultline-dev/faultline/emu"
 	"github.com/faultline-dev/faultline/emu/uc"
+	"github.com/faultline-dev/faultline/scenario"
 )
 
 // --map ADDR:SIZE[:rw|rx|zero] end to end: the flag text goes through

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/faultline-dev/faultline/cmd/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis"
 	"github.com/faultline-dev/faultline/emu"
 	"github.com/faultline-dev/faultline/emu/uc"
 )

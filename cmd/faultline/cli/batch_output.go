@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/faultline-dev/faultline/cmd/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis"
 	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/internal/outfile"
 )

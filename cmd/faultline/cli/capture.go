@@ -9,11 +9,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/faultline-dev/faultline/cmd/faultline/scenario"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/gdbserver/capture"
 	"github.com/faultline-dev/faultline/gdbserver/client"
 	"github.com/faultline-dev/faultline/internal/outfile"
+	"github.com/faultline-dev/faultline/scenario"
 )
 
 func newCapture() *cobra.Command {

@@ -12,9 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/faultline-dev/faultline/cmd/faultline/scenario"
 	"github.com/faultline-dev/faultline/emu"
 	"github.com/faultline-dev/faultline/emu/uc"
+	"github.com/faultline-dev/faultline/scenario"
 )
 
 // emulateFlags are the flags of `faultline emulate` (design.md).

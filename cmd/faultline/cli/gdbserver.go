@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/faultline-dev/faultline/cmd/faultline/gdbserver"
 	"github.com/faultline-dev/faultline/crashdump"
+	"github.com/faultline-dev/faultline/gdbserver"
 )
 
 // defaultListen is where gdbserver listens without --listen or --stdio:

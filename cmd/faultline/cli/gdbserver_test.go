@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/faultline-dev/faultline/cmd/faultline/gdbserver"
-	"github.com/faultline-dev/faultline/cmd/faultline/gdbserver/gdbtest"
+	"github.com/faultline-dev/faultline/gdbserver"
+	"github.com/faultline-dev/faultline/gdbserver/gdbtest"
 )
 
 const (

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/faultline-dev/faultline/cmd/faultline/analysis"
-	"github.com/faultline-dev/faultline/cmd/faultline/matrix"
+	"github.com/faultline-dev/faultline/analysis"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
+	"github.com/faultline-dev/faultline/matrix"
 )
 
 // stripDebug opens an ELF as `objcopy --strip-debug` would leave it for

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/faultline-dev/faultline/cmd/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis"
 )
 
 // The colours the page uses (analysis/html.go, pageCSS). Chromium paints

@@ -12,9 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/faultline-dev/faultline/cmd/faultline/matrix"
 	"github.com/faultline-dev/faultline/emu/uc"
 	"github.com/faultline-dev/faultline/internal/outfile"
+	"github.com/faultline-dev/faultline/matrix"
 )
 
 // DefaultMatrixSpec is the spec `faultline matrix` runs without an

@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/faultline-dev/faultline/cmd/faultline/analysis"
-	"github.com/faultline-dev/faultline/cmd/faultline/gdbserver"
+	"github.com/faultline-dev/faultline/analysis"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
+	"github.com/faultline-dev/faultline/gdbserver"
 	"github.com/faultline-dev/faultline/internal/mutate"
 	"github.com/faultline-dev/faultline/unwinders"
 )

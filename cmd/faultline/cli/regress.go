@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/faultline-dev/faultline/cmd/faultline/regress"
 	"github.com/faultline-dev/faultline/internal/outfile"
+	"github.com/faultline-dev/faultline/regress"
 )
 
 type regressFlags struct {

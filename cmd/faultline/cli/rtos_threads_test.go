@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/faultline-dev/faultline/cmd/faultline/analysis"
-	"github.com/faultline-dev/faultline/cmd/faultline/scenario"
+	"github.com/faultline-dev/faultline/analysis"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/emu"
+	"github.com/faultline-dev/faultline/scenario"
 )
 
 // gdbTasks is a QEMU+GDB RTOS fixture's task list: FreeRTOS's

@@ -1,6 +1,6 @@
 package cli
 
-import "github.com/faultline-dev/faultline/cmd/faultline/analysis"
+import "github.com/faultline-dev/faultline/analysis"
 
 // StrategyNames lists every --unwinder value in order.
 func StrategyNames() []string {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/faultline-dev/faultline/cmd/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis"
 	"github.com/faultline-dev/faultline/crashdump"
 )
 

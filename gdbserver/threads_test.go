@@ -15,7 +15,7 @@ import (
 
 func zephyrTarget(t testing.TB, build, dump string) *Target {
 	t.Helper()
-	root := filepath.Join("..", "..", "..")
+	root := filepath.Join("..")
 	elf, err := elfsym.Open(filepath.Join(root, "firmware-samples", "rtos-zephyr", "build", build+".elf"))
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +100,7 @@ func TestThreadPackets(t *testing.T) {
 // TestThreadsWithoutRTOS keeps the single crash-dump thread for firmware
 // without a kernel.
 func TestThreadsWithoutRTOS(t *testing.T) {
-	root := filepath.Join("..", "..", "..")
+	root := filepath.Join("..")
 	elf, err := elfsym.Open(filepath.Join(root, "firmware-samples", "build", "gcc-m3-O2.elf"))
 	if err != nil {
 		t.Fatal(err)

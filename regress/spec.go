@@ -26,8 +26,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/faultline-dev/faultline/cmd/faultline/analysis"
-	"github.com/faultline-dev/faultline/cmd/faultline/scenario"
+	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/scenario"
 )
 
 // Schema is the spec format's name, the value of its "schema" field.

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/faultline-dev/faultline/cmd/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/emu"
 )

@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/faultline-dev/faultline/cmd/faultline/gdbserver"
-	"github.com/faultline-dev/faultline/cmd/faultline/gdbserver/gdbtest"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
+	"github.com/faultline-dev/faultline/gdbserver"
+	"github.com/faultline-dev/faultline/gdbserver/gdbtest"
 )
 
 // threadOracle is fixtures/rtos-zephyr/<build>.threads.json (or, for

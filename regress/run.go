@@ -8,13 +8,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/faultline-dev/faultline/cmd/faultline/analysis"
-	"github.com/faultline-dev/faultline/cmd/faultline/scenario"
+	"github.com/faultline-dev/faultline/analysis"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/emu"
 	"github.com/faultline-dev/faultline/emu/heap"
 	"github.com/faultline-dev/faultline/emu/uc"
+	"github.com/faultline-dev/faultline/scenario"
 	"github.com/faultline-dev/faultline/unwinders"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/faultline-dev/faultline/emu/uc"
 )
 
-const samples = "../../../firmware-samples"
+const samples = "../firmware-samples"
 
 func skipWithoutEmulator(t *testing.T) {
 	t.Helper()

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/faultline-dev/faultline/cmd/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis"
 )
 
 // Schema is the schema name of the matrix result (--format json).

@@ -36,7 +36,7 @@ func TestAnalyzeScratchSameReport(t *testing.T) {
 	var fixtures []fixture
 	for _, m := range manifests {
 		name := strings.TrimSuffix(filepath.Base(m), ".json")
-		elfPath := filepath.Join("../../../firmware-samples/rtos-freertos/build", name+".elf")
+		elfPath := filepath.Join("../firmware-samples/rtos-freertos/build", name+".elf")
 		if _, err := os.Stat(elfPath); err != nil {
 			continue
 		}

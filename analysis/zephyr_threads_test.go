@@ -42,7 +42,7 @@ type zephyrTruth struct {
 // exception frame is found on the thread's stack) and faults inside an
 // ISR (the interrupted thread's frame found on its stack: PSP).
 func TestZephyrThreadBacktraces(t *testing.T) {
-	root := filepath.Join("..", "..", "..")
+	root := filepath.Join("..")
 	oracles, err := filepath.Glob(filepath.Join(root, "fixtures", "rtos-zephyr", "*.threads.json"))
 	if err != nil || len(oracles) == 0 {
 		t.Fatalf("no oracle: %v", err)
@@ -153,7 +153,7 @@ func TestZephyrThreadBacktraces(t *testing.T) {
 // an Analyzer: discovery (layouts cached across dumps), the crash's walk
 // and every thread's walk.
 func BenchmarkAnalyzeZephyrThreads(b *testing.B) {
-	root := filepath.Join("..", "..", "..")
+	root := filepath.Join("..")
 	elf, err := elfsym.Open(filepath.Join(root, "firmware-samples", "rtos-zephyr", "build", "gcc-m4f-O2.elf"))
 	if err != nil {
 		b.Fatal(err)
@@ -186,7 +186,7 @@ func BenchmarkAnalyzeZephyrThreads(b *testing.B) {
 // static arch block, and the search around the thread's saved SP must
 // find only the one on its stack.
 func TestZephyrStrippedContext(t *testing.T) {
-	root := filepath.Join("..", "..", "..")
+	root := filepath.Join("..")
 	elf, err := elfsym.Open(filepath.Join(root, "firmware-samples", "rtos-zephyr", "build", "gcc-m3-O2-nodebug.elf"))
 	if err != nil {
 		t.Fatal(err)

@@ -18,7 +18,7 @@ import (
 // is set to -1, then -16. A thread whose priority cannot be read has none
 // in the JSON and "?" in the text.
 func TestZephyrCooperativePriority(t *testing.T) {
-	root := filepath.Join("..", "..", "..")
+	root := filepath.Join("..")
 	elf, err := elfsym.Open(filepath.Join(root, "firmware-samples", "rtos-zephyr", "build", "clang-m3-O2.elf"))
 	if err != nil {
 		t.Fatal(err)

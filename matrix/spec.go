@@ -21,8 +21,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/faultline-dev/faultline/cmd/faultline/scenario"
 	"github.com/faultline-dev/faultline/emu"
+	"github.com/faultline-dev/faultline/scenario"
 )
 
 // SpecSchema is the schema name of a matrix spec.

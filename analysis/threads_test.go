@@ -13,7 +13,7 @@ import (
 	"github.com/faultline-dev/faultline/elfsym"
 )
 
-const rtosFixtures = "../../../fixtures/rtos/freertos"
+const rtosFixtures = "../fixtures/rtos/freertos"
 
 type oracleTasks struct {
 	Tasks []struct {
@@ -47,7 +47,7 @@ type taskScore struct {
 // synthesizes from DWARF call-site information and no return-address walk
 // can see, left out).
 func scoreRTOSFixture(t *testing.T, build string) taskScore {
-	elf, err := elfsym.Open("../../../firmware-samples/rtos-freertos/build/" + build + ".elf")
+	elf, err := elfsym.Open("../firmware-samples/rtos-freertos/build/" + build + ".elf")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ const minExactPercent = 100
 // with an Analyzer (as analyze does for many dumps): the crash's walk,
 // thread discovery and the auto walk of every task, symbolized.
 func BenchmarkRTOSAnalyze(b *testing.B) {
-	elf, err := elfsym.Open("../../../firmware-samples/rtos-freertos/build/gcc-m3-O2.elf")
+	elf, err := elfsym.Open("../firmware-samples/rtos-freertos/build/gcc-m3-O2.elf")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func BenchmarkRTOSAnalyze(b *testing.B) {
 // runs it: the gcc-m4f-O2 dump of the RTOS batch, each analysis reusing
 // the previous one's memory (Scratch).
 func BenchmarkRTOSAnalyzeScratch(b *testing.B) {
-	elf, err := elfsym.Open("../../../firmware-samples/rtos-freertos/build/gcc-m4f-O2.elf")
+	elf, err := elfsym.Open("../firmware-samples/rtos-freertos/build/gcc-m4f-O2.elf")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func BenchmarkRTOSAnalyzeScratch(b *testing.B) {
 // the same fault in two tasks is two buckets; without an RTOS the key is
 // unchanged.
 func TestSignatureHasCrashingThread(t *testing.T) {
-	elf, err := elfsym.Open("../../../firmware-samples/rtos-freertos/build/gcc-m3-O2.elf")
+	elf, err := elfsym.Open("../firmware-samples/rtos-freertos/build/gcc-m3-O2.elf")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestSignatureHasCrashingThread(t *testing.T) {
 // (the overflowed one red) and each task's backtrace; the text report has a
 // section per thread, the crashing one first.
 func TestRTOSThreadsRendered(t *testing.T) {
-	elf, err := elfsym.Open("../../../firmware-samples/rtos-freertos/build/gcc-m4f-O2.elf")
+	elf, err := elfsym.Open("../firmware-samples/rtos-freertos/build/gcc-m4f-O2.elf")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestRTOSThreadsRendered(t *testing.T) {
 // out and GCC's clone suffixes (.constprop.0) are cut.
 func TestRTOSThreadsStrippedAgainstGDB(t *testing.T) {
 	for _, build := range []string{"gcc-m3-O2", "gcc-m3-O2-cfg", "gcc-m4f-O2-mpu"} {
-		elf, err := elfsym.Open("../../../firmware-samples/rtos-freertos/build/" + build + "-strip.elf")
+		elf, err := elfsym.Open("../firmware-samples/rtos-freertos/build/" + build + "-strip.elf")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,7 +9,7 @@ import (
 	"github.com/faultline-dev/faultline/unwinders"
 )
 
-const repo = "../../.."
+const repo = ".."
 
 func load(t testing.TB, build, scenario string) (*elfsym.File, *crashdump.Dump) {
 	t.Helper()

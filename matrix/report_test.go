@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/faultline-dev/faultline/cmd/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in fixtures/matrix/golden")

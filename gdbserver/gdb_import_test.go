@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/faultline-dev/faultline/cmd/faultline/gdbserver/gdbtest"
 	"github.com/faultline-dev/faultline/crashdump"
+	"github.com/faultline-dev/faultline/gdbserver/gdbtest"
 	"github.com/faultline-dev/faultline/unwinders"
 )
 

@@ -12,7 +12,7 @@ import (
 // one ELF at once (an Analyzer shared by analyze -j): the same values as
 // one at a time (go test -race checks the shared DWARF state).
 func TestVarsConcurrent(t *testing.T) {
-	elf, err := elfsym.Open("../../../firmware-samples/build/gcc-m3-O0.elf")
+	elf, err := elfsym.Open("../firmware-samples/build/gcc-m3-O0.elf")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,7 +22,7 @@ func TestVarsConcurrent(t *testing.T) {
 	}
 	var dumps []*crashdump.Dump
 	for _, sc := range []string{"null_write_deep", "udf", "div0", "irq_crash"} {
-		d, err := crashdump.Load("../../../fixtures/qemu/gcc-m3-O0-" + sc + ".json")
+		d, err := crashdump.Load("../fixtures/qemu/gcc-m3-O0-" + sc + ".json")
 		if err != nil {
 			t.Fatal(err)
 		}

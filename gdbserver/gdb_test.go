@@ -9,15 +9,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/faultline-dev/faultline/cmd/faultline/gdbserver"
-	"github.com/faultline-dev/faultline/cmd/faultline/gdbserver/gdbtest"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
+	"github.com/faultline-dev/faultline/gdbserver"
+	"github.com/faultline-dev/faultline/gdbserver/gdbtest"
 	"github.com/faultline-dev/faultline/unwinders"
 )
 
 // repoRoot is the repository root, relative to this package.
-var repoRoot = filepath.Join("..", "..", "..")
+var repoRoot = filepath.Join("..")
 
 // serve starts a server of the fixture's dump on a free loopback port for
 // sessions sessions and returns its address.

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-const repo = "../../.."
+const repo = ".."
 
 func TestLoadSamplesSpec(t *testing.T) {
 	file := filepath.Join(repo, "fixtures/matrix/samples.json")

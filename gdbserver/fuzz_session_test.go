@@ -17,7 +17,7 @@ import (
 // ending the session must be one of the documented ones. The corpus is
 // seeded with the client streams of fixtures/hostile/gdb.
 func FuzzSession(f *testing.F) {
-	paths, _ := filepath.Glob("../../../fixtures/hostile/gdb/*")
+	paths, _ := filepath.Glob("../fixtures/hostile/gdb/*")
 	if len(paths) == 0 {
 		f.Fatal("no hostile GDB sessions in fixtures/hostile/gdb")
 	}
