@@ -1,6 +1,7 @@
 # faultline: the two commands a new user needs are `make demo` and
 # `make test`; both install missing Debian packages first (`make test` the
-# toolchain, QEMU, GDB and chromium its acceptance tests drive, too).
+# toolchain, QEMU, GDB, chromium and PostgreSQL its acceptance tests drive,
+# too).
 
 GO      ?= go
 BIN     := bin/faultline

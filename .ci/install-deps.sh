@@ -3,13 +3,14 @@
 #   .ci/install-deps.sh            runtime + test needs (libunicorn-dev)
 #   .ci/install-deps.sh --toolchain  also the ARM cross toolchain and the
 #                                  QEMU + GDB oracle (to rebuild the samples
-#                                  and their fixtures)
+#                                  and their fixtures), and the chromium
+#                                  and PostgreSQL the fleet tests drive
 set -euo pipefail
 
 pkgs=(libunicorn-dev pkg-config gcc)
 if [[ "${1:-}" == "--toolchain" ]]; then
 	pkgs+=(gcc-arm-none-eabi libnewlib-arm-none-eabi libstdc++-arm-none-eabi-newlib
-		binutils-arm-none-eabi clang lld llvm qemu-system-arm gdb-multiarch chromium)
+		binutils-arm-none-eabi clang lld llvm qemu-system-arm gdb-multiarch chromium postgresql)
 fi
 
 missing=()
