@@ -1,6 +1,6 @@
 /*
- * Shared definitions of the exception-entry corpus (README.md): QEMU
- * mps2-an385 (Cortex-M3) / mps2-an386 (Cortex-M4F). Freestanding: no libc.
+ * Definitions of the exception-entry corpus (README.md), apart from ../../src/fw.h
+ * on purpose: its scenario numbers and vector layout are its own. QEMU mps2-an385/386.
  */
 #ifndef FAULTLINE_EXCENTRY_FW_H
 #define FAULTLINE_EXCENTRY_FW_H

@@ -1,8 +1,8 @@
 /*
- * Startup code of the exception-entry corpus: vector table (IRQ
- * UNMAPPED_IRQ points at an unmapped address), reset handler, fault
- * handlers and the register-capture routine the QEMU/GDB oracle jumps to
- * (fixtures/oracle/capture.py).
+ * Startup of the exception-entry corpus, kept apart from ../../src/startup.c on
+ * purpose: its vector table has 16 IRQs, no SVC, and IRQ UNMAPPED_IRQ pointing at
+ * unmapped memory, which the shared table cannot express without moving the line
+ * tables of every other sample. Reset, fault handlers, capture routine as there.
  */
 #include "fw.h"
 
