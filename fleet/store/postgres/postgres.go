@@ -119,7 +119,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, schemaLock); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, schema)
+		_, err := tx.Exec(ctx, schema+blobsSchema)
 		return err
 	})
 	if err != nil {
