@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/faultline-dev/faultline/analysis"
 	"github.com/faultline-dev/faultline/crashdump"
@@ -20,13 +21,39 @@ type Files interface {
 	ReadFile(sha256 string, limit int64) ([]byte, error)
 }
 
+// SymbolLookup finds the uploaded ELFs of a build ID (store.Store).
+type SymbolLookup interface {
+	SymbolsByBuildID(ctx context.Context, buildID string) ([]store.Symbol, error)
+}
+
+// elfLabel is the name of the ELF d was decoded with, as the worker
+// labels it.
+func elfLabel(ctx context.Context, syms SymbolLookup, d store.Dump) string {
+	if syms != nil && d.BuildID != "" {
+		ys, _ := syms.SymbolsByBuildID(ctx, d.BuildID)
+		for _, y := range ys {
+			if y.SHA256 == d.ELF {
+				switch {
+				case y.Name != "":
+					return y.Name
+				case y.BuildID != "":
+					return "build-id " + y.BuildID
+				}
+			}
+		}
+	}
+	return "sha256 " + d.ELF
+}
+
 // FileReporter returns a Reporter that renders a decoded dump's report
 // as `faultline analyze --format html` does: it reads the dump's bytes
 // and the ELF it was decoded with from the uploaded files, decodes the dump again
 // with opt and writes analysis.WriteHTML's page (no source lines: the
 // server has no sources). Decoding is what `analyze` does per dump, a
 // few milliseconds on the sample firmware; the page is not cached.
-func FileReporter(files Files, opt analysis.Options) Reporter {
+// syms names the ELF as the worker did (its upload name, else its build
+// ID, else its SHA-256); it may be nil.
+func FileReporter(files Files, syms SymbolLookup, opt analysis.Options) Reporter {
 	return func(ctx context.Context, d store.Dump, w io.Writer) error {
 		if d.ELF == "" {
 			return errors.New("the dump was decoded with no ELF")
@@ -44,7 +71,12 @@ func FileReporter(files Files, opt analysis.Options) Reporter {
 		if err != nil {
 			return err
 		}
-		elf, err := elfsym.Open(elfPath)
+		f, err := os.Open(elfPath)
+		if err != nil {
+			return fmt.Errorf("the ELF %s: %w", d.ELF, err)
+		}
+		elf, err := elfsym.NewFile(f, elfLabel(ctx, syms, d))
+		f.Close()
 		if err != nil {
 			return fmt.Errorf("the ELF %s: %w", d.ELF, err)
 		}

@@ -61,7 +61,7 @@ func TestFileReporter(t *testing.T) {
 	files := dirFiles(t.TempDir())
 	d := store.Dump{ID: "dump-1", SHA256: files.put(t, manifest.Bytes()), ELF: files.put(t, elfBytes), Status: store.StatusDecoded}
 	var page bytes.Buffer
-	if err := FileReporter(files, analysis.Options{})(context.Background(), d, &page); err != nil {
+	if err := FileReporter(files, nil, analysis.Options{})(context.Background(), d, &page); err != nil {
 		t.Fatal(err)
 	}
 	out := page.String()
@@ -81,7 +81,7 @@ func TestFileReporter(t *testing.T) {
 	}
 	// An ELF that is not there is an error, not a page.
 	d.ELF = strings.Repeat("0", 64)
-	if err := FileReporter(files, analysis.Options{})(context.Background(), d, &page); err == nil {
+	if err := FileReporter(files, nil, analysis.Options{})(context.Background(), d, &page); err == nil {
 		t.Errorf("a missing ELF rendered a page")
 	}
 }
