@@ -1,11 +1,12 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"slices"
 
 	"github.com/faultline-dev/faultline/analysis"
 	"github.com/faultline-dev/faultline/crashdump"
@@ -13,33 +14,53 @@ import (
 	"github.com/faultline-dev/faultline/fleet/store"
 )
 
-// Files are the content-addressed uploaded files (fleet/blobs.Dir).
+// Files are the content-addressed uploaded files (fleet/blobs.Dir, or
+// the PostgreSQL store's Blobs).
 type Files interface {
-	// Path is where the file of that SHA-256 lives.
-	Path(sha256 string) (string, error)
-	// ReadFile returns its bytes, at most limit of them.
+	// ReadFile returns the bytes of the file of that SHA-256, at most
+	// limit of them.
 	ReadFile(sha256 string, limit int64) ([]byte, error)
 }
 
-// SymbolLookup finds the uploaded ELFs of a build ID (store.Store).
+// maxELF bounds the ELF read for a report (the server's upload limit).
+const maxELF = 256 << 20
+
+// SymbolLookup finds uploaded ELFs (store.Store).
 type SymbolLookup interface {
 	SymbolsByBuildID(ctx context.Context, buildID string) ([]store.Symbol, error)
+	Symbols(ctx context.Context) ([]store.Symbol, error)
+}
+
+// symbolOf finds the uploaded ELF of that SHA-256: among those of the
+// build ID when it is known, else among all (a linear scan).
+func symbolOf(ctx context.Context, syms SymbolLookup, sha, buildID string) (store.Symbol, bool) {
+	if syms == nil || sha == "" {
+		return store.Symbol{}, false
+	}
+	var ys []store.Symbol
+	if buildID != "" {
+		ys, _ = syms.SymbolsByBuildID(ctx, buildID)
+	}
+	if !slices.ContainsFunc(ys, func(y store.Symbol) bool { return y.SHA256 == sha }) {
+		ys, _ = syms.Symbols(ctx)
+	}
+	for _, y := range ys {
+		if y.SHA256 == sha {
+			return y, true
+		}
+	}
+	return store.Symbol{}, false
 }
 
 // elfLabel is the name of the ELF d was decoded with, as the worker
-// labels it.
+// labels it: its upload name, else its build ID, else its SHA-256.
 func elfLabel(ctx context.Context, syms SymbolLookup, d store.Dump) string {
-	if syms != nil && d.BuildID != "" {
-		ys, _ := syms.SymbolsByBuildID(ctx, d.BuildID)
-		for _, y := range ys {
-			if y.SHA256 == d.ELF {
-				switch {
-				case y.Name != "":
-					return y.Name
-				case y.BuildID != "":
-					return "build-id " + y.BuildID
-				}
-			}
+	if y, ok := symbolOf(ctx, syms, d.ELF, d.BuildID); ok {
+		switch {
+		case y.Name != "":
+			return y.Name
+		case y.BuildID != "":
+			return "build-id " + y.BuildID
 		}
 	}
 	return "sha256 " + d.ELF
@@ -67,16 +88,11 @@ func FileReporter(files Files, syms SymbolLookup, opt analysis.Options) Reporter
 			return err
 		}
 		defer dump.Close()
-		elfPath, err := files.Path(d.ELF)
-		if err != nil {
-			return err
-		}
-		f, err := os.Open(elfPath)
+		image, err := files.ReadFile(d.ELF, maxELF)
 		if err != nil {
 			return fmt.Errorf("the ELF %s: %w", d.ELF, err)
 		}
-		elf, err := elfsym.NewFile(f, elfLabel(ctx, syms, d))
-		f.Close()
+		elf, err := elfsym.NewFile(bytes.NewReader(image), elfLabel(ctx, syms, d))
 		if err != nil {
 			return fmt.Errorf("the ELF %s: %w", d.ELF, err)
 		}

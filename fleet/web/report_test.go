@@ -20,7 +20,6 @@ import (
 // dirFiles is Files over a directory of files named by their SHA-256.
 type dirFiles string
 
-func (d dirFiles) Path(sum string) (string, error) { return filepath.Join(string(d), sum), nil }
 func (d dirFiles) ReadFile(sum string, limit int64) ([]byte, error) {
 	b, err := os.ReadFile(filepath.Join(string(d), sum))
 	if err == nil && int64(len(b)) > limit {

@@ -35,6 +35,7 @@ import (
 // Source is what the pages read from the store; store.Store satisfies it.
 type Source interface {
 	Symbols(ctx context.Context) ([]store.Symbol, error)
+	SymbolsByBuildID(ctx context.Context, buildID string) ([]store.Symbol, error)
 	Dump(ctx context.Context, id string) (store.Dump, error)
 	Dumps(ctx context.Context, q store.DumpQuery) ([]store.Dump, error)
 	Buckets(ctx context.Context, f store.BucketFilter) ([]store.Bucket, error)
@@ -351,6 +352,9 @@ func (p *Pages) dump(w http.ResponseWriter, r *http.Request) {
 	data := map[string]any{
 		"Title": "Dump " + d.ID, "Nav": "dump", "Dump": d, "Reports": p.opt.Report != nil,
 	}
+	if y, ok := symbolOf(r.Context(), p.opt.Store, d.ELF, d.BuildID); ok {
+		data["ELF"] = y
+	}
 	if d.Bucket != "" {
 		if b, err := p.opt.Store.Bucket(r.Context(), d.Bucket, p.storeFilter(filter{})); err == nil {
 			data["Bucket"] = b
@@ -519,6 +523,9 @@ var funcs = template.FuncMap{
 		}
 		return m
 	},
+	// why is a dump's error without the dump's id the engine starts it
+	// with (the page names the dump already).
+	"why": func(d store.Dump) string { return strings.TrimPrefix(d.Error, d.ID+": ") },
 	"dumpLink": func(id string) string { return "/dumps/" + url.PathEscape(id) },
 	"bucketLink": func(sig string) string {
 		return "/buckets/" + url.PathEscape(sig)

@@ -25,6 +25,16 @@ type memStore struct {
 
 func (m *memStore) Symbols(context.Context) ([]store.Symbol, error) { return m.symbols, nil }
 
+func (m *memStore) SymbolsByBuildID(_ context.Context, id string) ([]store.Symbol, error) {
+	var out []store.Symbol
+	for _, y := range m.symbols {
+		if y.BuildID == id {
+			out = append(out, y)
+		}
+	}
+	return out, nil
+}
+
 func (m *memStore) Dump(_ context.Context, id string) (store.Dump, error) {
 	for _, d := range m.dumps {
 		if d.ID == id {
@@ -113,7 +123,7 @@ func testStore() *memStore {
 			"bbbbbbbbbbbb": "UsageFault in " + hostile,
 		},
 		dumps: []store.Dump{
-			{ID: "d1", Device: "dev-1", Version: "1.0", Received: now.Add(-2 * day), Status: store.StatusDecoded, Bucket: "aaaaaaaaaaaa",
+			{ID: "d1", Device: "dev-1", Version: "1.0", Received: now.Add(-2 * day), Status: store.StatusDecoded, Bucket: "aaaaaaaaaaaa", ELF: strings.Repeat("ab", 32),
 				Analysis: []byte(`{"fault":{"exception":"HardFault","address":"0x00000000"},"frames":[{"index":0,"pc":"0x08000120","function":"null_store","file":"src/main.c","line":42,"kind":"normal"},{"index":1,"pc":"0x08000200","function":"deep4","file":"src/main.c","line":50,"kind":"normal"}],"stop":"end of stack"}`)},
 			{ID: "d2", Device: "dev-2", Version: "1.0", Received: now.Add(-1 * day), Status: store.StatusDecoded, Bucket: "aaaaaaaaaaaa"},
 			{ID: "d3", Device: "dev-2", Version: "1.1", Received: now.Add(-1 * time.Hour), Status: store.StatusDecoded, Bucket: "aaaaaaaaaaaa"},
@@ -257,7 +267,8 @@ func TestDumpPage(t *testing.T) {
 	s.dumps = append(s.dumps, store.Dump{ID: "q1", Received: now, Status: store.StatusQueued})
 	srv := newServer(t, s, nil)
 	_, body := get(t, srv, "/dumps/d1")
-	for _, want := range []string{"null_store", "src/main.c:42", "deep4", "0x08000120", "HardFault", "end of stack", `href="/buckets/aaaaaaaaaaaa"`} {
+	for _, want := range []string{"null_store", "src/main.c:42", "deep4", "0x08000120", "HardFault", "end of stack", `href="/buckets/aaaaaaaaaaaa"`,
+		"fw &lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;.elf"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/dumps/d1 lacks %q", want)
 		}
