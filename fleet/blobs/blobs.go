@@ -29,6 +29,22 @@ var ErrTooLarge = errors.New("too large")
 // ErrNotFound is returned (wrapped) when no file has that SHA-256.
 var ErrNotFound = errors.New("no such file")
 
+// Store is where the crash server keeps the uploaded files: a Dir, or,
+// when workers on several machines share a PostgreSQL database, a table
+// of it (fleet/store/postgres.Blobs). Both address a file by the hex
+// SHA-256 of its bytes and fail with ErrTooLarge and ErrNotFound.
+type Store interface {
+	// Put stores the bytes of r, at most limit of them (limit <= 0: no
+	// limit), and returns their SHA-256 and size; it returns once the
+	// file is durable.
+	Put(r io.Reader, limit int64) (sum string, size int64, err error)
+	// ReadFile returns the bytes of that SHA-256, at most limit of them
+	// (limit <= 0: no limit).
+	ReadFile(sum string, limit int64) ([]byte, error)
+}
+
+var _ Store = (*Dir)(nil)
+
 // Dir is a content-addressed file store rooted at a directory.
 type Dir struct {
 	root string // DIR/files

@@ -26,6 +26,8 @@ type Blobs struct {
 	Timeout time.Duration
 }
 
+var _ blobs.Store = (*Blobs)(nil)
+
 // Blobs returns the file store in s's database.
 func (s *Store) Blobs() *Blobs { return &Blobs{s: s} }
 
