@@ -59,6 +59,7 @@ type Options struct {
 // Limits on what one page lists, so that a page stays readable and its
 // cost bounded whatever the store holds.
 const (
+	maxBuckets      = 500 // buckets listed (the most dumps first)
 	maxBucketDumps  = 500 // dumps listed on a bucket page
 	maxPendingDumps = 50  // dumps per state in the list's "not decoded" section
 	maxShownValues  = 4   // devices or versions named in a bucket list row
@@ -232,11 +233,15 @@ func (p *Pages) buckets(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	versions, devices := facets(all, f)
-	rows := make([]bucketRow, len(list))
 	total := 0
+	for _, b := range list {
+		total += b.Count
+	}
+	hidden := max(0, len(list)-maxBuckets)
+	list = list[:len(list)-hidden]
+	rows := make([]bucketRow, len(list))
 	for i, b := range list {
 		rows[i] = p.row(b, f, false)
-		total += b.Count
 	}
 	var pending []pendingGroup
 	for _, st := range []store.Status{store.StatusWaiting, store.StatusQueued, store.StatusFailed} {
@@ -256,7 +261,7 @@ func (p *Pages) buckets(w http.ResponseWriter, r *http.Request) {
 	p.render(w, r, http.StatusOK, "buckets", map[string]any{
 		"Title": "Crash buckets", "Nav": "buckets",
 		"Filter": f, "Action": "/", "Versions": versions, "Devices": devices,
-		"Buckets": rows, "Total": total, "Pending": pending,
+		"Buckets": rows, "Hidden": hidden, "Total": total, "Pending": pending,
 	})
 }
 
@@ -516,6 +521,7 @@ var funcs = template.FuncMap{
 		}
 		return fmt.Sprintf("%d %ss", n, word)
 	},
+	"add": func(a, b int) int { return a + b },
 	"dict": func(kv ...any) map[string]any {
 		m := map[string]any{}
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -525,7 +531,7 @@ var funcs = template.FuncMap{
 	},
 	// why is a dump's error without the dump's id the engine starts it
 	// with (the page names the dump already).
-	"why": func(d store.Dump) string { return strings.TrimPrefix(d.Error, d.ID+": ") },
+	"why":      func(d store.Dump) string { return strings.TrimPrefix(d.Error, d.ID+": ") },
 	"dumpLink": func(id string) string { return "/dumps/" + url.PathEscape(id) },
 	"bucketLink": func(sig string) string {
 		return "/buckets/" + url.PathEscape(sig)

@@ -322,3 +322,25 @@ func TestSparkline(t *testing.T) {
 		t.Errorf("the label does not sum the days:\n%s", svg)
 	}
 }
+
+// TestBucketListBound: past maxBuckets the list shows the biggest and
+// says how many it left out.
+func TestBucketListBound(t *testing.T) {
+	s := &memStore{titles: map[string]string{}}
+	for i := range maxBuckets + 2 {
+		sig := fmt.Sprintf("%012x", i)
+		s.dumps = append(s.dumps, store.Dump{ID: fmt.Sprint("d", i), Received: now, Status: store.StatusDecoded, Bucket: sig})
+	}
+	s.dumps = append(s.dumps, store.Dump{ID: "extra", Received: now, Status: store.StatusDecoded, Bucket: fmt.Sprintf("%012x", maxBuckets+1)})
+	srv := newServer(t, s, nil)
+	_, body := get(t, srv, "/")
+	if n := strings.Count(body, `<tr class="bucket"`); n != maxBuckets {
+		t.Errorf("%d rows, want %d", n, maxBuckets)
+	}
+	if !strings.Contains(body, "2 smaller buckets not listed") || !strings.Contains(body, fmt.Sprintf("%d decoded dumps in %d buckets", maxBuckets+3, maxBuckets+2)) {
+		t.Errorf("the list does not say what it left out")
+	}
+	if !strings.Contains(body, fmt.Sprintf(`data-signature="%012x"`, maxBuckets+1)) {
+		t.Errorf("the bucket with 2 dumps is not listed")
+	}
+}
