@@ -14,6 +14,7 @@ import (
 	"github.com/faultline-dev/faultline/analysis"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
+	"github.com/faultline-dev/faultline/unwinders"
 )
 
 // ErrNoMatch is returned (wrapped) by Set.Analyze when no ELF of the set
@@ -163,6 +164,18 @@ func CheckCortexM(path string, f *elfsym.File) error {
 	case "Pre-v4", "v4", "v4T", "v5T", "v5TE", "v5TEJ", "v6", "v6KZ", "v6T2", "v6K",
 		"v8-A", "v8-R", "v8.1-A", "v8.2-A", "v8.3-A", "v9":
 		return fmt.Errorf("%s: built for %s (build attribute Tag_CPU_arch), not a Cortex-M core: faultline decodes Cortex-M firmware only", path, core)
+	}
+	return nil
+}
+
+// CheckDumpRegisters refuses a dump that holds no register at all:
+// nothing can be decoded from it (a backtrace needs at least the PC),
+// and reporting "PC unknown" as a success would hide the problem.
+func CheckDumpRegisters(d *crashdump.Dump) error {
+	known := 0
+	d.Regs.Each(func(unwinders.Reg, uint32) { known++ })
+	if known == 0 {
+		return fmt.Errorf("%s: the dump holds no registers: nothing to decode (want at least pc and sp; format %s)", d.Path, strings.TrimSpace(d.Format))
 	}
 	return nil
 }
