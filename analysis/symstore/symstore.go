@@ -9,6 +9,8 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 
 	"github.com/faultline-dev/faultline/analysis"
@@ -111,14 +113,26 @@ func (s *Set) Pick(d *crashdump.Dump) (*analysis.Report, int, error) {
 // OpenFirmware opens an ELF and checks that it can be Cortex-M firmware:
 // not a relocatable object, not built for a Cortex-A or Cortex-R core.
 func OpenFirmware(path string) (*elfsym.File, error) {
-	if err := checkFirmwareHeader(path); err != nil {
-		return nil, err
-	}
-	f, err := elfsym.Open(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	if err := CheckCortexM(path, f); err != nil {
+	defer f.Close()
+	return NewFirmware(f, path)
+}
+
+// NewFirmware is OpenFirmware on an ELF read from r; name names it in
+// errors and in the reports of dumps decoded with it. r is not used after
+// it returns.
+func NewFirmware(r io.ReaderAt, name string) (*elfsym.File, error) {
+	if err := checkFirmwareHeader(r, name); err != nil {
+		return nil, err
+	}
+	f, err := elfsym.NewFile(r, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckCortexM(name, f); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -129,14 +143,16 @@ func OpenFirmware(path string) (*elfsym.File, error) {
 // from its header alone: a relocatable object (a .o file: its code is not
 // at its run addresses). Files debug/elf cannot read are left to elfsym,
 // which says what is wrong with them.
-func checkFirmwareHeader(path string) error {
-	f, err := elf.Open(path)
+func checkFirmwareHeader(r io.ReaderAt, path string) error {
+	f, err := elf.NewFile(r)
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
-	if f.Type == elf.ET_REL {
+	switch f.Type {
+	case elf.ET_REL:
 		return fmt.Errorf("%s: a relocatable object (ELF type ET_REL, a .o file), not linked firmware: give the linked executable", path)
+	case elf.ET_CORE:
+		return fmt.Errorf("%s: an ELF core file (ELF type ET_CORE, a crash dump), not firmware: give the firmware's linked executable", path)
 	}
 	return nil
 }

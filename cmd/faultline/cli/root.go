@@ -126,7 +126,7 @@ status registers in plain words, and says how sure it is of every frame.`,
 	// The commands, in the order `faultline help` lists them (an explicit
 	// list: no init() registration).
 	root.AddCommand(newAnalyze(), newCompare(), newEmulate(), newSymbolize(), newInfo(),
-		newConvert(), newCapture(), newGDBServer(), newMatrix(), newRegress(), newHeap())
+		newConvert(), newCapture(), newGDBServer(), newMatrix(), newRegress(), newHeap(), newServe(), newUpload())
 	registerCompletions(root)
 	return root
 }
