@@ -77,6 +77,7 @@ firmware-check: toolchain
 	$(MAKE) -C firmware-samples/dispatch check
 	$(MAKE) -C firmware-samples/excentry check
 	$(MAKE) -C firmware-samples/rtt check
+	$(MAKE) -C firmware-samples/zephyr-log check
 
 # Regenerate the QEMU + GDB oracle fixtures.
 oracle: toolchain

@@ -11,7 +11,7 @@ import (
 )
 
 // findLogs collects the logs left in the dump's RAM: every SEGGER RTT
-// control block's up buffers, and the --log symbols. Problems go to
+// control block's up buffers, Zephyr's log buffer, and the --log symbols. Problems go to
 // warnings.
 func findLogs(elf *elfsym.File, t *unwinders.Target, d *crashdump.Dump, syms []string, warnings []string) ([]logs.Log, []string) {
 	if t == nil || t.Mem == nil {
@@ -19,6 +19,11 @@ func findLogs(elf *elfsym.File, t *unwinders.Target, d *crashdump.Dump, syms []s
 	}
 	out, warns := logs.FindRTT(t.Mem, rttRanges(elf, d))
 	warnings = append(warnings, warns...)
+	if zl, ok, err := logs.FindZephyr(elf, t.Mem); err != nil {
+		warnings = append(warnings, err.Error())
+	} else if ok {
+		out = append(out, zl)
+	}
 	for _, spec := range syms {
 		l, err := symbolLog(elf, t.Mem, spec)
 		if err != nil {

@@ -674,3 +674,25 @@ func (f *File) demangled(name string) string {
 	f.demCache.Store(name, d)
 	return d
 }
+
+// FileSymbol finds a local object or function symbol named name that the
+// symbol table places under the STT_FILE symbol file (compared by base
+// name: "log_output.c" matches "../subsys/logging/log_output.c"), as
+// static variables of one source file are: several files may each have a
+// static "freq". Cost: O(symbols).
+func (f *File) FileSymbol(file, name string) (SymbolRef, bool) {
+	for i := range f.syms.all.items {
+		s := &f.syms.all.items[i]
+		if s.global || s.name != name || s.file == "" {
+			continue
+		}
+		base := s.file
+		if k := strings.LastIndexAny(base, `/\`); k >= 0 {
+			base = base[k+1:]
+		}
+		if base == file {
+			return SymbolRef{Name: s.name, Start: s.start, Size: s.size, Kind: s.kind, Thumb: s.thumb, Placement: Inside}, true
+		}
+	}
+	return SymbolRef{}, false
+}

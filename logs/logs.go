@@ -23,7 +23,7 @@ const (
 
 // Log is one log found in memory: faultline.analysis/1 "logs".
 type Log struct {
-	Source string `json:"source"` // "rtt" or "symbol"
+	Source string `json:"source"` // "rtt", "zephyr" or "symbol"
 	Name   string `json:"name"`
 	Text   string `json:"text"`
 	// Truncated: the text is longer than MaxText and only its end is
@@ -37,6 +37,9 @@ type Log struct {
 	// Note says anything a reader should know ("the buffer has wrapped: the
 	// oldest text was overwritten").
 	Note string `json:"note,omitempty"`
+	// Entries: the decoded messages of a structured log (Zephyr's log
+	// buffer), oldest first; Text is their console rendering.
+	Entries []Entry `json:"entries,omitempty"`
 }
 
 // rttID is the control block's identification string.

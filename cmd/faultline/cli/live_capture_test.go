@@ -48,7 +48,10 @@ func startQEMU(t *testing.T, machine, elf string, extra ...string) string {
 	for attempt := 0; attempt < 3; attempt++ {
 		addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		qargs := []string{"-M", machine, "-nographic", "-serial", "none", "-S", "-gdb", "tcp:" + addr, "-kernel", elf}
+		qargs := []string{"-M", machine, "-nographic", "-S", "-gdb", "tcp:" + addr, "-kernel", elf}
+		if !slices.Contains(extra, "-serial") {
+			qargs = append(qargs, "-serial", "none")
+		}
 		if len(extra) == 0 {
 			qargs = append(qargs, "-monitor", "none")
 		}
