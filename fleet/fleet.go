@@ -14,6 +14,7 @@ import (
 	"github.com/faultline-dev/faultline/fleet/blobs"
 	"github.com/faultline-dev/faultline/fleet/server"
 	"github.com/faultline-dev/faultline/fleet/store"
+	"github.com/faultline-dev/faultline/fleet/store/postgres"
 	"github.com/faultline-dev/faultline/fleet/store/sqlite"
 	"github.com/faultline-dev/faultline/fleet/worker"
 )
@@ -24,7 +25,8 @@ const DBFile = "fleet.db"
 // Config sets up a crash server.
 type Config struct {
 	// Data is the data directory (created when missing): the uploaded
-	// files, and the SQLite database unless DB is set.
+	// files, and the SQLite database unless DB is set. With PostgreSQL
+	// the files are in the database and Data is not used.
 	Data string
 	// DB is the database: "" for DIR/fleet.db, a path to an SQLite file,
 	// or a postgres:// URL.
@@ -50,7 +52,7 @@ type Config struct {
 // handler.
 type Instance struct {
 	Store   store.Store
-	Blobs   *blobs.Dir
+	Blobs   blobs.Store
 	Pool    *worker.Pool
 	Handler http.Handler
 	workers int
@@ -63,27 +65,39 @@ func IsPostgres(db string) bool {
 
 // Open opens (creating when missing) the data directory and database.
 func Open(ctx context.Context, cfg Config) (*Instance, error) {
-	if cfg.Data == "" {
+	if cfg.Data == "" && !IsPostgres(cfg.DB) {
 		return nil, errors.New("fleet: no data directory")
 	}
-	if err := os.MkdirAll(cfg.Data, 0o755); err != nil {
-		return nil, fmt.Errorf("fleet: data directory: %w", err)
-	}
-	bl, err := blobs.Open(cfg.Data)
-	if err != nil {
-		return nil, err
-	}
-	var st store.Store
+	var (
+		st  store.Store
+		bl  blobs.Store
+		err error
+	)
 	switch {
 	case IsPostgres(cfg.DB):
-		return nil, fmt.Errorf("fleet: --db %s: PostgreSQL is not supported by this build yet", redact(cfg.DB))
-	case cfg.DB == "":
-		st, err = sqlite.Open(ctx, filepath.Join(cfg.Data, DBFile))
+		// The files live in the database too: workers on other machines
+		// share them without a shared file system.
+		var pg *postgres.Store
+		if pg, err = postgres.Open(ctx, cfg.DB); err != nil {
+			return nil, fmt.Errorf("fleet: --db %s: %w", redact(cfg.DB), err)
+		}
+		st, bl = pg, pg.Blobs()
 	default:
-		st, err = sqlite.Open(ctx, cfg.DB)
-	}
-	if err != nil {
-		return nil, err
+		if err := os.MkdirAll(cfg.Data, 0o755); err != nil {
+			return nil, fmt.Errorf("fleet: data directory: %w", err)
+		}
+		dir, derr := blobs.Open(cfg.Data)
+		if derr != nil {
+			return nil, derr
+		}
+		path := cfg.DB
+		if path == "" {
+			path = filepath.Join(cfg.Data, DBFile)
+		}
+		if st, err = sqlite.Open(ctx, path); err != nil {
+			return nil, err
+		}
+		bl = dir
 	}
 	pool := worker.New(worker.Config{Store: st, Blobs: bl, Options: cfg.Options, Workers: cfg.Workers,
 		Lease: cfg.Lease, Poll: cfg.Poll, Logf: cfg.Logf, Now: cfg.Now})

@@ -55,7 +55,7 @@ const (
 // Config sets up a Server. Store and Blobs are required.
 type Config struct {
 	Store store.Store
-	Blobs *blobs.Dir
+	Blobs blobs.Store
 	// Tokens, when not nil, is required on every request (see Tokens).
 	Tokens *Tokens
 	// MaxDump and MaxELF bound request bodies (0: DefaultMaxDump,

@@ -33,7 +33,7 @@ import (
 // Config sets up a Pool. Store and Blobs are required.
 type Config struct {
 	Store store.Store
-	Blobs *blobs.Dir
+	Blobs blobs.Store
 	// Options are the engine's (zero: the analyze defaults, unwinder
 	// auto and 64 frames).
 	Options analysis.Options
@@ -356,10 +356,9 @@ func (p *Pool) open(y store.Symbol) (symstore.ELF, error) {
 		return o.elf, o.err
 	}
 	o = &openELF{}
-	f, err := p.cfg.Blobs.Open(y.SHA256)
+	data, err := p.cfg.Blobs.ReadFile(y.SHA256, 0)
 	if err == nil {
-		ef, ferr := symstore.NewFirmware(f, Label(y))
-		f.Close()
+		ef, ferr := symstore.NewFirmware(bytes.NewReader(data), Label(y))
 		if ferr != nil {
 			err = ferr
 		} else {

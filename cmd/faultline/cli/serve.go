@@ -44,7 +44,7 @@ an SQLite database. Without --token-file the server listens on loopback
 only; with one, every request needs a token (docs/cli.md, "serve").`,
 		Args: exactArgs(0, "no argument"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if data == "" {
+			if data == "" && !fleetsrv.IsPostgres(db) {
 				return usagef("--data DIR is required (the directory for the uploaded files and the database)")
 			}
 			if workers < 0 || workers > 1024 {
@@ -83,11 +83,11 @@ only; with one, every request needs a token (docs/cli.md, "serve").`,
 			}
 			srv := &http.Server{Handler: in.Handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Minute,
 				IdleTimeout: 2 * time.Minute, ErrorLog: nil}
-			where := "an SQLite database in " + data
+			where := "an SQLite database and the files in " + data
 			if db != "" {
 				where = "database " + db
 				if fleetsrv.IsPostgres(db) {
-					where = "PostgreSQL"
+					where = "PostgreSQL, the files in it too"
 				}
 			}
 			auth := "no token file: loopback only"
@@ -121,7 +121,7 @@ only; with one, every request needs a token (docs/cli.md, "serve").`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&data, "data", "", "directory of the uploaded files and (without --db) the SQLite database; created when missing (required)")
+	f.StringVar(&data, "data", "", "directory of the uploaded files and (without --db) the SQLite database; created when missing (required unless --db is PostgreSQL, which keeps the files too)")
 	f.StringVar(&listen, "listen", defaultServeListen, "TCP address of the HTTP API and pages (loopback only without --token-file)")
 	f.StringVar(&db, "db", "", "database: an SQLite file (default DIR/"+fleetsrv.DBFile+") or postgres://USER:PASSWORD@HOST/NAME")
 	f.IntVar(&workers, "workers", runtime.NumCPU(), "dumps decoded at once in this process (0: none; another process decodes)")
