@@ -3,68 +3,13 @@ package analysis
 import (
 	"debug/elf"
 	"fmt"
-	"strings"
 
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump/allocrec"
 	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/rtos"
 	"github.com/faultline-dev/faultline/unwinders"
 )
-
-// AllocationsJSON is the "allocations" object of faultline.analysis/1: the
-// device-side allocation recorder's table (firmware-samples/capture,
-// faultline_allocrec.h) found in the dump by its symbol, its live blocks
-// grouped by call site.
-type AllocationsJSON struct {
-	Symbol  string `json:"symbol"`
-	Address string `json:"address"`
-	// Error says why the table could not be used (then nothing else but
-	// the symbol and address is set).
-	Error   string `json:"error,omitempty"`
-	Version int    `json:"version,omitempty"`
-	// Layout is where the entries' layout came from: "DWARF" (the
-	// firmware's debug types, checked against the header) or "header".
-	Layout       string          `json:"layout,omitempty"`
-	Capacity     int             `json:"capacity"`
-	Depth        int             `json:"depth"`
-	Count        int             `json:"count"`
-	Dropped      uint32          `json:"dropped"`
-	UnknownFrees uint32          `json:"unknown_frees"`
-	StackScan    bool            `json:"stack_scan"`
-	LiveBytes    uint64          `json:"live_bytes"`
-	LiveBlocks   int             `json:"live_blocks"`
-	Sites        []AllocSiteJSON `json:"sites"`
-	// Problems are entries skipped (outside RAM, duplicated) and other
-	// damage that left the rest usable; Notes are observations.
-	Problems []string `json:"problems,omitempty"`
-	Notes    []string `json:"notes,omitempty"`
-}
-
-// AllocSiteJSON is the live blocks of one call site (the same exact return
-// address into the allocator's caller), most bytes first.
-type AllocSiteJSON struct {
-	Bytes  uint64 `json:"bytes"`
-	Blocks int    `json:"blocks"`
-	// Function, File and Line name the call site (the innermost inline
-	// level of ret[0], looked up inside the call).
-	Function string `json:"function,omitempty"`
-	File     string `json:"file,omitempty"`
-	Line     int    `json:"line,omitempty"`
-	// Stack is the largest block's return addresses symbolized, with
-	// their inline chains: method "lr" (exact, high confidence) for
-	// ret[0], "stack-scan" (low: may be stale) for the rest.
-	Stack []FrameJSON `json:"stack"`
-	// Blocks lists the blocks as {address, size}, biggest first.
-	List []AllocBlockJSON `json:"list"`
-}
-
-// AllocBlockJSON is one recorded block: its address, the size asked for,
-// and its return addresses as recorded (Thumb bit clear), ret[0] first.
-type AllocBlockJSON struct {
-	Address string   `json:"address"`
-	Size    uint32   `json:"size"`
-	Returns []string `json:"returns"`
-}
 
 // allocrecLayout reads the table's entry layout from the firmware's debug
 // types: the variable fl_allocrec, a struct {h, entries[]} whose entries
@@ -157,7 +102,7 @@ func ramCheck(f *elfsym.File) func(addr, size uint32) bool {
 // recordedAllocations decodes the recorder's table when the firmware has
 // one; problems with the table and disagreements with the heap walk are
 // also warnings.
-func recordedAllocations(f *elfsym.File, t *unwinders.Target, r *Report) *AllocationsJSON {
+func recordedAllocations(f *elfsym.File, t *unwinders.Target, r *report.Report) *report.AllocationsJSON {
 	addr, ok := f.Symbol(allocrec.Symbol)
 	if !ok {
 		return nil
@@ -166,7 +111,7 @@ func recordedAllocations(f *elfsym.File, t *unwinders.Target, r *Report) *Alloca
 	if ref, ok := f.SymbolFor(addr); ok && ref.Start == addr && ref.Name == allocrec.Symbol {
 		size = ref.Size
 	}
-	out := &AllocationsJSON{Symbol: allocrec.Symbol, Address: Hex(addr), Sites: []AllocSiteJSON{}}
+	out := &report.AllocationsJSON{Symbol: allocrec.Symbol, Address: report.Hex(addr), Sites: []report.AllocSiteJSON{}}
 	tab, err := allocrec.Read(t.Mem, allocrec.Input{Addr: addr, SymbolSize: size, DWARF: allocrecLayout(f), InRAM: ramCheck(f)})
 	if err != nil {
 		out.Error = err.Error()
@@ -182,7 +127,7 @@ func recordedAllocations(f *elfsym.File, t *unwinders.Target, r *Report) *Alloca
 		r.Warnings = append(r.Warnings, "allocation recorder: "+p)
 	}
 	if tab.Dropped > 0 {
-		out.Notes = append(out.Notes, fmt.Sprintf("%s not recorded: the table was full (capacity %d)", Plural(int(tab.Dropped), "allocation was", "allocations were"), tab.Capacity))
+		out.Notes = append(out.Notes, fmt.Sprintf("%s not recorded: the table was full (capacity %d)", report.Plural(int(tab.Dropped), "allocation was", "allocations were"), tab.Capacity))
 	}
 	warns, notes := tab.Check(r.Heap)
 	for _, w := range warns {
@@ -191,7 +136,7 @@ func recordedAllocations(f *elfsym.File, t *unwinders.Target, r *Report) *Alloca
 	out.Problems = append(out.Problems, warns...)
 	out.Notes = append(out.Notes, notes...)
 	for _, s := range tab.Sites() {
-		js := AllocSiteJSON{Bytes: s.Bytes, Blocks: len(s.Entries)}
+		js := report.AllocSiteJSON{Bytes: s.Bytes, Blocks: len(s.Entries)}
 		var frames []unwinders.Frame
 		for i, ret := range s.Entries[0].Returns {
 			fr := unwinders.Frame{PC: ret &^ 1, ReturnAddress: true, Kind: unwinders.KindNormal,
@@ -209,68 +154,13 @@ func recordedAllocations(f *elfsym.File, t *unwinders.Target, r *Report) *Alloca
 			js.Function, js.File, js.Line = js.Stack[0].Function, js.Stack[0].File, js.Stack[0].Line
 		}
 		for _, e := range s.Entries {
-			bj := AllocBlockJSON{Address: Hex(e.Addr), Size: e.Size, Returns: []string{}}
+			bj := report.AllocBlockJSON{Address: report.Hex(e.Addr), Size: e.Size, Returns: []string{}}
 			for _, r := range e.Returns {
-				bj.Returns = append(bj.Returns, Hex(r&^1))
+				bj.Returns = append(bj.Returns, report.Hex(r&^1))
 			}
 			js.List = append(js.List, bj)
 		}
 		out.Sites = append(out.Sites, js)
 	}
 	return out
-}
-
-// maxTextSites bounds the sites the text report lists one by one.
-const maxTextSites = 20
-
-// writeAllocations prints the recorder's table: the sites, most bytes
-// first (the first maxTextSites), each with the return addresses of its
-// largest block.
-func writeAllocations(b *strings.Builder, r *Report) {
-	a := r.Allocations
-	if a == nil {
-		return
-	}
-	fmt.Fprintf(b, "\nAllocations recorded on the device (%s at %s)\n", a.Symbol, a.Address)
-	if a.Error != "" {
-		fmt.Fprintf(b, "  unusable: %s\n", a.Error)
-		return
-	}
-	fmt.Fprintf(b, "  %d live blocks, %d bytes; table version %d (layout from %s), %d of %d entries, %d dropped, %d unknown frees, return addresses: LR exact",
-		a.LiveBlocks, a.LiveBytes, a.Version, a.Layout, a.Count, a.Capacity, a.Dropped, a.UnknownFrees)
-	if a.StackScan {
-		b.WriteString(", callers above it from a stack scan (may be stale)")
-	}
-	b.WriteString("\n")
-	for i, s := range a.Sites {
-		if i == maxTextSites {
-			var bytes uint64
-			blocks := 0
-			for _, r := range a.Sites[i:] {
-				bytes += r.Bytes
-				blocks += r.Blocks
-			}
-			fmt.Fprintf(b, "  and %d more sites: %d bytes in %d blocks (the JSON lists every site)\n", len(a.Sites)-i, bytes, blocks)
-			break
-		}
-		where := "??"
-		if s.Function != "" {
-			where = s.Function
-		}
-		if s.File != "" {
-			where += fmt.Sprintf(" (%s:%d)", DisplayPath(s.File), s.Line)
-		}
-		plural := "s"
-		if s.Blocks == 1 {
-			plural = ""
-		}
-		fmt.Fprintf(b, "  %d bytes in %d block%s allocated in %s\n", s.Bytes, s.Blocks, plural, where)
-		writeFrames(b, s.Stack, "      ")
-	}
-	for _, p := range a.Problems {
-		fmt.Fprintf(b, "  problem: %s\n", p)
-	}
-	for _, n := range a.Notes {
-		fmt.Fprintf(b, "  note: %s\n", n)
-	}
 }

@@ -1,34 +1,13 @@
 package analysis
 
 import (
-	"fmt"
 	"path/filepath"
-	"strings"
 	"testing"
 
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
 )
-
-// TestWriteAllocationsBounded: the text report lists the first
-// maxTextSites sites and sums up the rest.
-func TestWriteAllocationsBounded(t *testing.T) {
-	a := &AllocationsJSON{Symbol: "fl_allocrec", Address: "0x20000000", Version: 1, Layout: "DWARF"}
-	for i := range maxTextSites + 5 {
-		a.Sites = append(a.Sites, AllocSiteJSON{Bytes: uint64(1000 - i), Blocks: 2, Function: fmt.Sprintf("site%d", i)})
-	}
-	var b strings.Builder
-	writeAllocations(&b, &Report{Allocations: a})
-	out := b.String()
-	if strings.Count(out, "allocated in site") != maxTextSites || !strings.Contains(out, "and 5 more sites: 4890 bytes in 10 blocks") {
-		t.Errorf("%s", out)
-	}
-	b.Reset()
-	writeAllocations(&b, &Report{Allocations: &AllocationsJSON{Symbol: "fl_allocrec", Address: "0x20000000", Error: "broken"}})
-	if !strings.Contains(b.String(), "unusable: broken") {
-		t.Errorf("%s", b.String())
-	}
-}
 
 // BenchmarkRecordedAllocations decodes the recorder's table of a real
 // dump (the QEMU dump of the recorder sample, gcc-m3-O2: 6 live blocks)
@@ -50,7 +29,7 @@ func BenchmarkRecordedAllocations(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		r := &Report{}
+		r := &report.Report{}
 		r.Heap = walkHeaps(elf, tgt, r)
 		if a := recordedAllocations(elf, tgt, r); a == nil || a.LiveBlocks != 6 {
 			b.Fatalf("%+v", a)

@@ -10,18 +10,13 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/crashdump/fault"
-	"github.com/faultline-dev/faultline/crashdump/heapwalk"
 	"github.com/faultline-dev/faultline/elfsym"
-	"github.com/faultline-dev/faultline/logs"
 	"github.com/faultline-dev/faultline/rtos"
 	"github.com/faultline-dev/faultline/unwinders"
-	"github.com/faultline-dev/faultline/verdict"
 )
-
-// Schema is the analysis JSON schema name.
-const Schema = "faultline.analysis/1"
 
 // Options select the strategy and bound the walk.
 type Options struct {
@@ -34,126 +29,18 @@ type Options struct {
 	Logs []string
 }
 
-// Report is one analysed crash. Its JSON form is faultline.analysis/1.
-type Report struct {
-	Schema   string      `json:"schema"`
-	Dump     string      `json:"dump"`
-	Unwinder string      `json:"unwinder"`
-	Fault    FaultJSON   `json:"fault"`
-	Frames   []FrameJSON `json:"frames"`
-	Stop     string      `json:"stop"`
-	Warnings []string    `json:"warnings"`
-	// Logs: the log text the firmware left in RAM (SEGGER RTT up
-	// buffers, --log buffers).
-	// Message is the crash's own message (omitted when none is known).
-	Message *MessageJSON `json:"message,omitempty"`
-	Logs    []logs.Log   `json:"logs,omitempty"`
-	// StackVerdict says that a stack overflowed, and whose, on positive
-	// evidence only; absent without any (or, with overflow false, names a
-	// lockup).
-	StackVerdict *verdict.Stack `json:"stack_verdict,omitempty"`
-	// RTOS threads (design.md "Threads (RTOS)"): absent without a kernel.
-	RTOS    *RTOSJSON    `json:"rtos,omitempty"`
-	Threads []ThreadJSON `json:"threads,omitempty"`
-	// Heap is the walk of the heaps found in the dump's RAM (newlib
-	// malloc, FreeRTOS heap_4): absent when the firmware has neither.
-	Heap []*heapwalk.Walk `json:"heap,omitempty"`
-	// Allocations is the device-side allocation recorder's table
-	// (fl_allocrec): absent when the firmware has none.
-	Allocations *AllocationsJSON `json:"allocations,omitempty"`
-
-	// Added fields (design.md, "Threads, gaps, pairing"): the ELF, whether
-	// it is the firmware that crashed, the registers and fault status
-	// registers as the dump gives them, and the faultline version.
-	ELFInfo        *ELFJSON `json:"elf,omitempty"`
-	Pairing        *Pairing `json:"pairing,omitempty"`
-	Faultline      string   `json:"faultline"`
-	Registers      *HexRegs `json:"registers,omitempty"`
-	FaultRegisters *HexRegs `json:"fault_registers,omitempty"`
-
-	// For the text report and for callers; not part of the JSON.
-	CPU       string              `json:"-"`
-	ELF       string              `json:"-"`
-	Regs      unwinders.Registers `json:"-"`
-	FaultInfo fault.Report        `json:"-"`
-	SCB       fault.SCB           `json:"-"`
-	Walk      unwinders.Result    `json:"-"`
-	Truth     *crashdump.Truth    `json:"-"`
-	Profile   unwinders.Profile   `json:"-"`
-	// Target is the device view the walk ran on (for CheckHonesty).
-	Target *unwinders.Target `json:"-"`
-}
-
-// FaultJSON is the "fault" object of faultline.analysis/1.
-type FaultJSON struct {
-	Exception string        `json:"exception"`
-	Number    int           `json:"number"`
-	Causes    []fault.Cause `json:"causes"`
-	Address   string        `json:"address,omitempty"`
-	Notes     []string      `json:"notes,omitempty"`
-}
-
-// FrameJSON is one entry of "frames".
-type FrameJSON struct {
-	Index      int    `json:"index"`
-	PC         string `json:"pc,omitempty"`
-	Function   string `json:"function,omitempty"`
-	Symbol     string `json:"symbol,omitempty"`
-	Offset     *int64 `json:"offset,omitempty"`
-	File       string `json:"file,omitempty"`
-	Line       int    `json:"line,omitempty"`
-	Kind       string `json:"kind"`
-	Method     string `json:"method"`
-	SP         string `json:"sp,omitempty"`
-	Confidence string `json:"confidence"`
-	// Exception pseudo-frames: what the core stacked.
-	ExcReturn string `json:"exc_return,omitempty"`
-	Stack     string `json:"stack,omitempty"`
-	Note      string `json:"note,omitempty"`
-
-	// Gap is set when the address lies past the end of Symbol (in the gap
-	// after it); Function is then empty.
-	Gap bool `json:"gap,omitempty"`
-
-	// Args and Locals: the frame's arguments and (with --locals) locals
-	// from DWARF (design.md, "Arguments, locals, messages, logs").
-	Args   []VarJSON `json:"args,omitempty"`
-	Locals []VarJSON `json:"locals,omitempty"`
-
-	// phys is the index of the walk's frame this one comes from.
-	phys int
-}
-
-// Hex formats an address the way every faultline JSON does.
-// (fmt-free: a report formats several per frame.)
-func Hex(v uint32) string {
-	var b [hexLen]byte
-	return string(appendHex(b[:0], v))
-}
-
-// hexLen is the length of a Hex string.
-const hexLen = 10
-
-// appendHex appends Hex(v).
-func appendHex(b []byte, v uint32) []byte {
-	const digits = "0123456789abcdef"
-	return append(b, '0', 'x',
-		digits[v>>28], digits[v>>24&0xf], digits[v>>20&0xf], digits[v>>16&0xf],
-		digits[v>>12&0xf], digits[v>>8&0xf], digits[v>>4&0xf], digits[v&0xf])
-}
-
 // hexes formats many addresses with one allocation: Hex of each value,
 // concatenated; the k-th is hexAt(s, k). (A report formats several per
 // frame of every thread: one string each was most of its allocations.)
 func hexes(vals []uint32) string {
 	var sb strings.Builder
-	sb.Grow(len(vals) * hexLen) // one allocation, of the right size
-	var buf [64 * hexLen]byte
+	sb.Grow(len(vals) * report.HexLen) // one allocation, of the right size
+	var buf [64 * report.HexLen]byte
 	for len(vals) > 0 {
 		n := min(len(vals), 64)
 		b := buf[:0]
 		for _, v := range vals[:n] {
-			b = appendHex(b, v)
+			b = report.AppendHex(b, v)
 		}
 		sb.Write(b)
 		vals = vals[n:]
@@ -162,10 +49,10 @@ func hexes(vals []uint32) string {
 }
 
 // hexAt is the k-th address of a hexes string.
-func hexAt(s string, k int) string { return s[k*hexLen : (k+1)*hexLen] }
+func hexAt(s string, k int) string { return s[k*report.HexLen : (k+1)*report.HexLen] }
 
 // Analyze decodes one dump against one ELF.
-func Analyze(elf *elfsym.File, d *crashdump.Dump, opt Options) (*Report, error) {
+func Analyze(elf *elfsym.File, d *crashdump.Dump, opt Options) (*report.Report, error) {
 	name := opt.Unwinder
 	if name == "" {
 		name = "auto"
@@ -180,25 +67,25 @@ func Analyze(elf *elfsym.File, d *crashdump.Dump, opt Options) (*Report, error) 
 // analyze is Analyze with the strategy's chain already built, so that an
 // Analyzer can share one chain (and the tables its unwinders cache) between
 // many dumps.
-func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, chain []unwinders.Unwinder, maxFrames int, opt Options, s *Scratch) (*Report, error) {
+func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, chain []unwinders.Unwinder, maxFrames int, opt Options, s *Scratch) (*report.Report, error) {
 	t, warnings, err := newTarget(elf, facts, d, chain)
 	if err != nil {
 		return nil, err
 	}
-	var r *Report
+	var r *report.Report
 	if s != nil {
 		r = &s.report // the previous report made with s is no longer used
 	} else {
-		r = new(Report)
+		r = new(report.Report)
 	}
-	*r = Report{
-		Schema: Schema, Dump: d.Path, Unwinder: name, CPU: d.CPU, Regs: d.Regs,
+	*r = report.Report{
+		Schema: report.Schema, Dump: d.Path, Unwinder: name, CPU: d.CPU, Regs: d.Regs,
 		Truth: d.Truth, Profile: t.Profile, Warnings: warnings,
-		Faultline: Version, Registers: registersJSON(&d.Regs), FaultRegisters: faultRegistersJSON(d.Fault),
+		Faultline: report.Version, Registers: report.RegistersJSON(&d.Regs), FaultRegisters: report.FaultRegistersJSON(d.Fault),
 	}
 	if elf != nil {
 		r.ELF = filepath.Base(elf.Name())
-		r.ELFInfo = &ELFJSON{Path: elf.Name(), BuildID: facts.buildID, CPU: facts.cpu}
+		r.ELFInfo = &report.ELFJSON{Path: elf.Name(), BuildID: facts.buildID, CPU: facts.cpu}
 	}
 	kernel := discoverThreads(elf, facts.layouts, t, d.Regs, r, s)
 	if kernel == nil {
@@ -221,14 +108,14 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 	if elf != nil {
 		pr := checkPairing(elf, facts, d, t, res.Frames, d.Fault)
 		r.Pairing = &pr
-		if pr.Verdict == PairMismatch {
+		if pr.Verdict == report.PairMismatch {
 			// Every frame was found with code that is not the crashed
 			// firmware's: none of them deserves more than a hint.
 			for i := range res.Frames {
 				res.Frames[i].Confidence = min(res.Frames[i].Confidence, unwinders.ConfidenceLow)
 			}
 			r.Warnings = append(r.Warnings, MismatchWarning(elf.Name(), pr))
-		} else if len(pr.Doubts) > 0 && pr.Verdict == PairUnverified {
+		} else if len(pr.Doubts) > 0 && pr.Verdict == report.PairUnverified {
 			r.Warnings = append(r.Warnings, DoubtWarning(elf.Name(), pr))
 		}
 	}
@@ -245,12 +132,12 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 	}
 	r.Message = crashMessage(d)
 	r.StackVerdict = stackVerdict(elf, d, t, res.Frames, kernel, belowRAM)
-	r.Fault = FaultJSON{Exception: r.FaultInfo.Exception, Number: r.FaultInfo.Number, Causes: r.FaultInfo.Causes, Notes: r.FaultInfo.Notes}
+	r.Fault = report.FaultJSON{Exception: r.FaultInfo.Exception, Number: r.FaultInfo.Number, Causes: r.FaultInfo.Causes, Notes: r.FaultInfo.Notes}
 	if r.Fault.Causes == nil {
 		r.Fault.Causes = []fault.Cause{}
 	}
 	if r.FaultInfo.Address != nil {
-		r.Fault.Address = Hex(*r.FaultInfo.Address)
+		r.Fault.Address = report.Hex(*r.FaultInfo.Address)
 	}
 	var symErrs []string
 	if s != nil {
@@ -284,7 +171,7 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 		r.Heap = walkHeaps(elf, t, r)
 		r.Allocations = recordedAllocations(elf, t, r)
 	}
-	if r.Pairing != nil && r.Pairing.Verdict == PairMismatch {
+	if r.Pairing != nil && r.Pairing.Verdict == report.PairMismatch {
 		for i := range r.Threads {
 			for j := range r.Threads[i].Frames {
 				if f := &r.Threads[i].Frames[j]; f.Confidence == "high" || f.Confidence == "medium" {

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/unwinders"
@@ -25,7 +26,7 @@ func load(t testing.TB, build, scenario string) (*elfsym.File, *crashdump.Dump) 
 	return elf, d
 }
 
-func names(r *Report) []string {
+func names(r *report.Report) []string {
 	var n []string
 	for _, f := range r.Frames {
 		if f.Kind == "exception" {

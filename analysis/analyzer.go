@@ -1,6 +1,7 @@
 package analysis
 
 import (
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/rtos"
@@ -38,14 +39,14 @@ func NewAnalyzer(elf *elfsym.File, opt Options) (*Analyzer, error) {
 }
 
 // Analyze decodes one dump. The report is the one Analyze gives.
-func (a *Analyzer) Analyze(d *crashdump.Dump) (*Report, error) {
+func (a *Analyzer) Analyze(d *crashdump.Dump) (*report.Report, error) {
 	return analyze(a.elf, a.facts, d, a.name, a.chain, a.maxFrames, a.opt, nil)
 }
 
 // AnalyzeScratch is Analyze with memory reused from the previous analysis
 // made with s: the report is the same, but it shares s's memory, so it
 // must not be used once s is given to another analysis (see Scratch).
-func (a *Analyzer) AnalyzeScratch(d *crashdump.Dump, s *Scratch) (*Report, error) {
+func (a *Analyzer) AnalyzeScratch(d *crashdump.Dump, s *Scratch) (*report.Report, error) {
 	return analyze(a.elf, a.facts, d, a.name, a.chain, a.maxFrames, a.opt, s)
 }
 
@@ -57,10 +58,10 @@ func (a *Analyzer) AnalyzeScratch(d *crashdump.Dump, s *Scratch) (*Report, error
 // value is ready to use; a Scratch is not safe for concurrent use.
 type Scratch struct {
 	frames   []unwinders.Frame
-	jframes  []FrameJSON
-	threads  []ThreadJSON
-	kthreads []rtos.Thread     // the kernel's thread list (rtos.Input.Threads)
-	crash    []unwinders.Frame // the crash's own walk
-	crashJ   []FrameJSON       // and its report frames
-	report   Report            // the report itself
+	jframes  []report.FrameJSON
+	threads  []report.ThreadJSON
+	kthreads []rtos.Thread      // the kernel's thread list (rtos.Input.Threads)
+	crash    []unwinders.Frame  // the crash's own walk
+	crashJ   []report.FrameJSON // and its report frames
+	report   report.Report      // the report itself
 }

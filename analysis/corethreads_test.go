@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 )
 
@@ -42,7 +43,7 @@ func TestDumpThreads(t *testing.T) {
 	}
 }
 
-func fnNames(fs []FrameJSON) []string {
+func fnNames(fs []report.FrameJSON) []string {
 	var n []string
 	for _, f := range fs {
 		n = append(n, f.Kind+":"+f.Function)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/faultline-dev/faultline/analysis/render/text"
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/unwinders"
@@ -69,7 +71,7 @@ func FuzzRecorderHeap(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := &Report{}
+		r := &report.Report{}
 		r.Heap = walkHeaps(elf, tgt, r)
 		a := recordedAllocations(elf, tgt, r)
 		if a == nil {
@@ -93,7 +95,8 @@ func FuzzRecorderHeap(f *testing.F) {
 		}
 		var b strings.Builder
 		r.Allocations = a
-		writeAllocations(&b, r)
-		writeHeap(&b, r)
+		if err := text.Write(&b, r); err != nil {
+			t.Fatal(err)
+		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
 )
@@ -44,7 +45,7 @@ func TestNoreturnCallEndsFunction(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.Pairing.Verdict == PairMismatch {
+			if r.Pairing.Verdict == report.PairMismatch {
 				t.Errorf("pairing mismatch with its own ELF: %q", r.Pairing.Differences)
 			}
 			var got, want []string

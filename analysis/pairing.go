@@ -9,42 +9,13 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/crashdump/fault"
 	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/unwinders"
 	"github.com/faultline-dev/faultline/unwinders/thumb"
 )
-
-// Pairing verdicts (design.md, "Threads, gaps, pairing").
-const (
-	PairVerified   = "verified"   // build IDs equal, or the dump's code bytes equal the ELF's
-	PairUnverified = "unverified" // nothing decisive to compare, and nothing proves another build
-	PairMismatch   = "mismatch"   // positive evidence that the dump was not made by this ELF's firmware
-)
-
-// Pairing is the "pairing" object of faultline.analysis/1: whether the
-// ELF is the firmware that crashed, and the evidence either way.
-type Pairing struct {
-	Verdict  string   `json:"verdict"`
-	Evidence []string `json:"evidence"`
-	// Differences are the positive evidence that the ELF is another
-	// build's (build IDs that differ, code bytes that differ where the
-	// walk read them, a core that cannot run the ELF's code), one line
-	// each; any of them makes the verdict a mismatch, and the analysis
-	// warning is built from them. Part of Evidence too.
-	Differences []string `json:"-"`
-	// Doubts are what heuristics found against the pairing (calls that
-	// do not target the callee, return addresses that follow no call,
-	// stack words that do not look like return addresses, a faulting
-	// instruction that could not raise the fault the sticky status bits
-	// report): each keeps the verdict at unverified at most, never a
-	// mismatch, since real firmware does each of them (indirect tail
-	// calls, constant data linked inside .text, stale fault status, a
-	// vector table moved to RAM). Part of Evidence too, each starting
-	// with doubtPrefix.
-	Doubts []string `json:"-"`
-}
 
 // doubtPrefix starts the evidence line of a doubt.
 const doubtPrefix = "not confirmed: "
@@ -143,10 +114,10 @@ func walkedRanges(elf *elfsym.File, frames []unwinders.Frame) [][2]uint64 {
 // exception frame under an ELF built without FP. A verdict that is
 // neither mismatch nor verified is "unverified", its evidence saying
 // which checks passed and which doubts remain.
-func checkPairing(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, t *unwinders.Target, frames []unwinders.Frame, scb fault.SCB) Pairing {
-	p := Pairing{Evidence: []string{}}
+func checkPairing(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, t *unwinders.Target, frames []unwinders.Frame, scb fault.SCB) report.Pairing {
+	p := report.Pairing{Evidence: []string{}}
 	if elf == nil {
-		p.Verdict = PairUnverified
+		p.Verdict = report.PairUnverified
 		return p
 	}
 	decisive := false
@@ -281,9 +252,9 @@ func checkPairing(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, t *unwind
 		}
 	}
 	if links, bad, first := callChain(elf, code, t, frames, facts.tails); bad > 0 {
-		doubt("%d of the backtrace's calls %s not reach the function the walk found next, directly or by tail calls, the first at 0x%08x", bad, Verb(bad, "does", "do"), first)
+		doubt("%d of the backtrace's calls %s not reach the function the walk found next, directly or by tail calls, the first at 0x%08x", bad, report.Verb(bad, "does", "do"), first)
 	} else if links > 0 {
-		p.Evidence = append(p.Evidence, Plural(links, "call targets", "calls target")+" the callee found")
+		p.Evidence = append(p.Evidence, report.Plural(links, "call targets", "calls target")+" the callee found")
 	}
 	calls, notCalls := 0, 0
 	var firstNotCall uint32
@@ -304,9 +275,9 @@ func checkPairing(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, t *unwind
 		}
 	}
 	if notCalls > 0 {
-		doubt("%s of the backtrace %s not follow a call in the ELF's code, the first 0x%08x", Plural(notCalls, "return address", "return addresses"), Verb(notCalls, "does", "do"), firstNotCall)
+		doubt("%s of the backtrace %s not follow a call in the ELF's code, the first 0x%08x", report.Plural(notCalls, "return address", "return addresses"), report.Verb(notCalls, "does", "do"), firstNotCall)
 	} else if calls > 0 {
-		p.Evidence = append(p.Evidence, "calls before "+Plural(calls, "return address", "return addresses"))
+		p.Evidence = append(p.Evidence, "calls before "+report.Plural(calls, "return address", "return addresses"))
 	}
 	if n, c := stackWords(elf, code, d, t); n >= minStackCodeWords {
 		ratio := float64(c) / float64(n)
@@ -320,11 +291,11 @@ func checkPairing(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, t *unwind
 
 	switch {
 	case len(p.Differences) > 0:
-		p.Verdict = PairMismatch
+		p.Verdict = report.PairMismatch
 	case decisive:
-		p.Verdict = PairVerified
+		p.Verdict = report.PairVerified
 	default:
-		p.Verdict = PairUnverified
+		p.Verdict = report.PairUnverified
 	}
 	return p
 }
@@ -488,13 +459,13 @@ func stackWords(elf *elfsym.File, code unwinders.Memory, d *crashdump.Dump, t *u
 
 // MismatchWarning is the warning of a mismatched pairing: which ELF, and
 // what differs.
-func MismatchWarning(elfName string, p Pairing) string {
+func MismatchWarning(elfName string, p report.Pairing) string {
 	return fmt.Sprintf("%s is not the firmware that crashed (pairing mismatch): %s; every frame is lowered to low confidence: analyse with the ELF of the build that crashed", elfName, strings.Join(p.Differences, "; "))
 }
 
 // DoubtWarning is the warning of an unverified pairing that heuristics
 // doubt: what they found, and that it proves nothing.
-func DoubtWarning(elfName string, p Pairing) string {
+func DoubtWarning(elfName string, p report.Pairing) string {
 	return fmt.Sprintf("the pairing of %s with the dump is unverified: %s; real firmware does these things too (tail calls through pointers, constant data inside .text, stale fault status), so this is not proof of another build, but if %s is not the build that crashed, the frames are wrong", elfName, strings.Join(p.Doubts, "; "), elfName)
 }
 

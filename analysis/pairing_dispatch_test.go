@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/unwinders"
@@ -68,7 +69,7 @@ func TestPairingDispatchSample(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.Pairing.Verdict == PairMismatch || len(r.Pairing.Doubts) > 0 {
+			if r.Pairing.Verdict == report.PairMismatch || len(r.Pairing.Doubts) > 0 {
 				t.Errorf("own ELF: %s: %q", r.Pairing.Verdict, r.Pairing.Evidence)
 			}
 			var got, want []string
@@ -79,7 +80,7 @@ func TestPairingDispatchSample(t *testing.T) {
 			}
 			truth, tails := stackTruth(elf, d.Truth.Frames)
 			for _, f := range truth {
-				want = append(want, f.Function+"@"+Hex(f.PC))
+				want = append(want, f.Function+"@"+report.Hex(f.PC))
 			}
 			if !slices.Equal(got, want) {
 				t.Errorf("backtrace\n%q\nGDB\n%q", got, want)
@@ -205,7 +206,7 @@ func TestPairingDispatchWrongBuild(t *testing.T) {
 			elf  *elfsym.File
 			want string
 			says string
-		}{{own, PairVerified, "code bytes"}, {other, PairMismatch, "code bytes differ where the walk read them"}} {
+		}{{own, report.PairVerified, "code bytes"}, {other, report.PairMismatch, "code bytes differ where the walk read them"}} {
 			d := load()
 			d.Memory = append(d.Memory, unwinders.Region{Addr: addr, Data: text, Name: "flash.bin"})
 			r, err := Analyze(c.elf, d, Options{})
@@ -215,14 +216,14 @@ func TestPairingDispatchWrongBuild(t *testing.T) {
 			if r.Pairing.Verdict != c.want || !strings.Contains(strings.Join(r.Pairing.Evidence, "\n"), c.says) {
 				t.Errorf("%s with the O2 flash, ELF %s: %s, want %s saying %q: %q", sc, filepath.Base(c.elf.Name()), r.Pairing.Verdict, c.want, c.says, r.Pairing.Evidence)
 			}
-			if c.want == PairMismatch && !strings.Contains(strings.Join(r.Warnings, "\n"), "is not the firmware that crashed") {
+			if c.want == report.PairMismatch && !strings.Contains(strings.Join(r.Warnings, "\n"), "is not the firmware that crashed") {
 				t.Errorf("%s: no mismatch warning: %q", sc, r.Warnings)
 			}
 		}
 		for _, c := range []struct {
 			elf  *elfsym.File
 			want string
-		}{{own, PairVerified}, {other, PairMismatch}} {
+		}{{own, report.PairVerified}, {other, report.PairMismatch}} {
 			d := load()
 			d.BuildID = own.BuildID()
 			if d.BuildID == "" || d.BuildID == other.BuildID() {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/unwinders"
@@ -55,7 +56,7 @@ func pairingCorpus(t *testing.T) (cases []pairCase, elfs []string) {
 func loadImage(t *testing.T, f *elfsym.File) []byte {
 	var b bytes.Buffer
 	for _, r := range f.Segments() {
-		b.WriteString(Hex(r.Addr))
+		b.WriteString(report.Hex(r.Addr))
 		b.Write(r.Data)
 	}
 	return b.Bytes()
@@ -112,14 +113,14 @@ func TestPairingAllPairs(t *testing.T) {
 			v := r.Pairing.Verdict
 			if same {
 				right++
-				if v == PairMismatch || len(r.Pairing.Doubts) > 0 {
+				if v == report.PairMismatch || len(r.Pairing.Doubts) > 0 {
 					rightBad++
 					t.Errorf("%s with its own ELF %s: %s: %v", filepath.Base(c.dump), filepath.Base(e), v, r.Pairing.Evidence)
 				}
 				continue
 			}
 			wrong++
-			if v == PairVerified {
+			if v == report.PairVerified {
 				t.Errorf("%s with %s: verified", filepath.Base(c.dump), filepath.Base(e))
 				continue
 			}
@@ -134,7 +135,7 @@ func TestPairingAllPairs(t *testing.T) {
 			}
 			w := strings.Join(r.Warnings, "\n")
 			switch {
-			case v == PairMismatch:
+			case v == report.PairMismatch:
 				mismatched++
 				if !strings.Contains(w, "pairing mismatch") {
 					t.Errorf("%s with %s: mismatch without a warning: %q", filepath.Base(c.dump), filepath.Base(e), w)
@@ -180,7 +181,7 @@ func TestPairingAllPairs(t *testing.T) {
 
 // sameDecode reports whether two reports give the same backtrace: the
 // same functions at the same lines, frame by frame.
-func sameDecode(a, b *Report) bool {
+func sameDecode(a, b *report.Report) bool {
 	if len(a.Frames) != len(b.Frames) {
 		return false
 	}
@@ -213,7 +214,7 @@ func TestPairingIssueExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Pairing.Verdict != PairUnverified || len(r.Pairing.Differences) != 0 {
+	if r.Pairing.Verdict != report.PairUnverified || len(r.Pairing.Differences) != 0 {
 		t.Fatalf("verdict %s, want unverified: %v", r.Pairing.Verdict, r.Pairing.Evidence)
 	}
 	w := strings.Join(r.Warnings, "\n")
@@ -230,7 +231,7 @@ func TestPairingIssueExample(t *testing.T) {
 	if r, err = Analyze(elfID, d, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if r.Pairing.Verdict != PairMismatch || !strings.Contains(strings.Join(r.Warnings, "\n"), "is not the firmware that crashed") {
+	if r.Pairing.Verdict != report.PairMismatch || !strings.Contains(strings.Join(r.Warnings, "\n"), "is not the firmware that crashed") {
 		t.Errorf("with another build's ID: %s %q", r.Pairing.Verdict, r.Warnings)
 	}
 }
@@ -244,9 +245,9 @@ func TestPairingBuildID(t *testing.T) {
 	}
 	defer elf.Close()
 	for _, c := range []struct{ id, want string }{
-		{"57dac794fb05f6051e02302940eb03bbd758fb12", PairVerified},
-		{"c86f05c5f989296d2d3988cf4cb8b72153d448ac", PairMismatch},
-		{"", PairUnverified},
+		{"57dac794fb05f6051e02302940eb03bbd758fb12", report.PairVerified},
+		{"c86f05c5f989296d2d3988cf4cb8b72153d448ac", report.PairMismatch},
+		{"", report.PairUnverified},
 	} {
 		d, err := crashdump.Load(filepath.Join(repo, "fixtures/qemu/gcc-m3-O2-div0.json"))
 		if err != nil {
@@ -263,7 +264,7 @@ func TestPairingBuildID(t *testing.T) {
 		if r.ELFInfo == nil || r.ELFInfo.BuildID != "57dac794fb05f6051e02302940eb03bbd758fb12" || r.ELFInfo.CPU != "armv7-m" {
 			t.Errorf("elf object %+v", r.ELFInfo)
 		}
-		if c.want == PairMismatch && !strings.Contains(strings.Join(r.Warnings, " "), "build-id differs: the dump's is c86f05c5f989296d..., the ELF's 57dac794fb05f605...") {
+		if c.want == report.PairMismatch && !strings.Contains(strings.Join(r.Warnings, " "), "build-id differs: the dump's is c86f05c5f989296d..., the ELF's 57dac794fb05f605...") {
 			t.Errorf("warning %q", r.Warnings)
 		}
 	}
@@ -282,7 +283,7 @@ func TestPairingCodeBytes(t *testing.T) {
 	for _, c := range []struct {
 		code *elfsym.File
 		want string
-	}{{elf, PairVerified}, {other, PairMismatch}} {
+	}{{elf, report.PairVerified}, {other, report.PairMismatch}} {
 		addr, text, ok := c.code.Section(".text")
 		if !ok {
 			t.Fatal("no .text")
@@ -296,7 +297,7 @@ func TestPairingCodeBytes(t *testing.T) {
 		if r.Pairing.Verdict != c.want {
 			t.Errorf("code of %s: %s, want %s: %v", c.code.Name(), r.Pairing.Verdict, c.want, r.Pairing.Evidence)
 		}
-		if c.want == PairMismatch && !strings.Contains(strings.Join(r.Pairing.Evidence, " "), "code bytes differ") {
+		if c.want == report.PairMismatch && !strings.Contains(strings.Join(r.Pairing.Evidence, " "), "code bytes differ") {
 			t.Errorf("evidence %q", r.Pairing.Evidence)
 		}
 	}
@@ -325,9 +326,9 @@ func TestPairingProbeRSArmv7m(t *testing.T) {
 		want string
 		why  string
 	}{
-		{"gcc-m4f-O2-fpu_crash-armv7m.coredump", m4f, PairUnverified, ""},
-		{"gcc-m4f-O2-null_write_deep-armv7m-nofpu.coredump", m4f, PairMismatch, "which the dump says its armv7-m core does not have"},
-		{"gcc-m0-O2.coredump", m4f, PairMismatch, "which the dump's armv6-m cannot execute"},
+		{"gcc-m4f-O2-fpu_crash-armv7m.coredump", m4f, report.PairUnverified, ""},
+		{"gcc-m4f-O2-null_write_deep-armv7m-nofpu.coredump", m4f, report.PairMismatch, "which the dump says its armv7-m core does not have"},
+		{"gcc-m0-O2.coredump", m4f, report.PairMismatch, "which the dump's armv6-m cannot execute"},
 	} {
 		d, err := crashdump.Load(filepath.Join(repo, "fixtures/import/probe-rs", c.file))
 		if err != nil {
@@ -340,7 +341,7 @@ func TestPairingProbeRSArmv7m(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Pairing.Verdict != c.want || (c.want == PairUnverified && len(r.Pairing.Doubts) > 0) {
+		if r.Pairing.Verdict != c.want || (c.want == report.PairUnverified && len(r.Pairing.Doubts) > 0) {
 			t.Errorf("%s with %s: %s, want %s: %v", c.file, c.elf.Name(), r.Pairing.Verdict, c.want, r.Pairing.Evidence)
 		}
 		if c.why != "" && !strings.Contains(strings.Join(r.Pairing.Differences, "\n"), c.why) {
@@ -353,7 +354,7 @@ func TestPairingProbeRSArmv7m(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.CPU = "cortex-m3"
-	if r, err := Analyze(m4f, d, Options{}); err != nil || r.Pairing.Verdict != PairMismatch {
+	if r, err := Analyze(m4f, d, Options{}); err != nil || r.Pairing.Verdict != report.PairMismatch {
 		t.Errorf("an M4F ELF on a cortex-m3 dump: %v %v", err, r.Pairing.Evidence)
 	}
 }
@@ -388,8 +389,8 @@ func TestPairingCodeBytesWalked(t *testing.T) {
 		want string
 		says string
 	}{
-		{fn.Start + (fn.End-fn.Start)/2, PairMismatch, "code bytes differ where the walk read them"},
-		{addr + uint32(len(text)) - 1, PairUnverified, "outside the code the walk used"},
+		{fn.Start + (fn.End-fn.Start)/2, report.PairMismatch, "code bytes differ where the walk read them"},
+		{addr + uint32(len(text)) - 1, report.PairUnverified, "outside the code the walk used"},
 	} {
 		flash := bytes.Clone(text)
 		flash[c.at-addr] ^= 0x5a

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
 )
@@ -35,7 +36,7 @@ func TestZephyrCooperativePriority(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var victim ThreadJSON
+	var victim report.ThreadJSON
 	for _, th := range r.Threads {
 		if !th.Current && th.Priority != nil && *th.Priority > 0 {
 			victim = th
@@ -70,8 +71,8 @@ func TestZephyrCooperativePriority(t *testing.T) {
 			if th.Raw.ID != victim.Raw.ID {
 				continue
 			}
-			if th.Priority == nil || *th.Priority != int(want) || prioText(th) != itoa(int(want)) {
-				t.Errorf("priority %d: thread %s shows %s", want, th.Name, prioText(th))
+			if th.Priority == nil || *th.Priority != int(want) || report.PriorityText(th) != itoa(int(want)) {
+				t.Errorf("priority %d: thread %s shows %s", want, th.Name, report.PriorityText(th))
 			}
 			b, _ := json.Marshal(th)
 			if !strings.Contains(string(b), `"priority":`+itoa(int(want))+`,`) {
@@ -79,9 +80,9 @@ func TestZephyrCooperativePriority(t *testing.T) {
 			}
 		}
 	}
-	unknown := ThreadJSON{}
-	if prioText(unknown) != "?" {
-		t.Errorf("unknown priority shows %q", prioText(unknown))
+	unknown := report.ThreadJSON{}
+	if report.PriorityText(unknown) != "?" {
+		t.Errorf("unknown priority shows %q", report.PriorityText(unknown))
 	}
 	if b, _ := json.Marshal(unknown); strings.Contains(string(b), `"priority"`) {
 		t.Errorf("unknown priority in JSON: %s", b)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/faultline-dev/faultline/analysis/render/text"
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
 )
@@ -55,16 +57,16 @@ func TestAnalyzeScratchSameReport(t *testing.T) {
 		}
 		fixtures = append(fixtures, fixture{name, an, d})
 	}
-	render := func(r *Report) (string, string) {
+	render := func(r *report.Report) (string, string) {
 		j, err := json.Marshal(r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var text bytes.Buffer
-		if err := r.WriteText(&text); err != nil {
+		var txt bytes.Buffer
+		if err := text.Write(&txt, r); err != nil {
 			t.Fatal(err)
 		}
-		return string(j), text.String()
+		return string(j), txt.String()
 	}
 	order := slices.Clone(fixtures)
 	slices.Reverse(order)
@@ -108,7 +110,7 @@ func TestHexes(t *testing.T) {
 		if got := hexAt(s, k); got != want {
 			t.Errorf("hexAt(%d) = %q, want %q", k, got, want)
 		}
-		if got := Hex(v); got != want {
+		if got := report.Hex(v); got != want {
 			t.Errorf("Hex(%#x) = %q, want %q", v, got, want)
 		}
 	}

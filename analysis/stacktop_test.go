@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/unwinders"
@@ -158,7 +159,7 @@ func openFixture(t *testing.T, f verdictFixture) (*elfsymFile, *crashdump.Dump) 
 }
 
 // checkVars: a value the cut dump prints is the full dump's value.
-func checkVars(t *testing.T, name string, i int, kind string, cut, full []VarJSON) {
+func checkVars(t *testing.T, name string, i int, kind string, cut, full []report.VarJSON) {
 	t.Helper()
 	for _, v := range cut {
 		if v.Value == "" {

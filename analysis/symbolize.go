@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/unwinders"
 )
@@ -12,7 +13,7 @@ import (
 // looked up at its LookupPC (inside the call for a return address) and
 // expanded into its inline chain, innermost first, as addr2line -i does.
 // Exception pseudo-frames stay single entries.
-func Symbolize(elf *elfsym.File, frames []unwinders.Frame) []FrameJSON {
+func Symbolize(elf *elfsym.File, frames []unwinders.Frame) []report.FrameJSON {
 	out, _ := symbolizeFrames(elf, frames)
 	return out
 }
@@ -20,13 +21,13 @@ func Symbolize(elf *elfsym.File, frames []unwinders.Frame) []FrameJSON {
 // symbolizeFrames is Symbolize that also returns the distinct errors met
 // while decoding DWARF (an undecodable line table or unit loses file:line
 // or inline frames: the report must say so, not drop them silently).
-func symbolizeFrames(elf *elfsym.File, frames []unwinders.Frame) ([]FrameJSON, []string) {
-	return symbolizeFramesInto(make([]FrameJSON, 0, len(frames)), elf, frames)
+func symbolizeFrames(elf *elfsym.File, frames []unwinders.Frame) ([]report.FrameJSON, []string) {
+	return symbolizeFramesInto(make([]report.FrameJSON, 0, len(frames)), elf, frames)
 }
 
 // symbolizeFramesInto is symbolizeFrames appending to out, which must be
 // empty (its capacity is used).
-func symbolizeFramesInto(out []FrameJSON, elf *elfsym.File, frames []unwinders.Frame) ([]FrameJSON, []string) {
+func symbolizeFramesInto(out []report.FrameJSON, elf *elfsym.File, frames []unwinders.Frame) ([]report.FrameJSON, []string) {
 	// Every address the frames show, formatted at once.
 	var valBuf [3 * 32]uint32
 	return symbolizeFramesHex(out, elf, frames, hexes(frameHexVals(valBuf[:0], frames)), 0, nil)
@@ -51,11 +52,11 @@ func frameHexVals(vals []uint32, frames []unwinders.Frame) []uint32 {
 // them (first frames of other walks come first). The frames' offsets are
 // appended to offs, which must have room for one per frame (a nil offs
 // gets one allocation for them all).
-func symbolizeFramesHex(out []FrameJSON, elf *elfsym.File, frames []unwinders.Frame, hex string, first int, offs []int64) ([]FrameJSON, []string) {
+func symbolizeFramesHex(out []report.FrameJSON, elf *elfsym.File, frames []unwinders.Frame, hex string, first int, offs []int64) ([]report.FrameJSON, []string) {
 	var errs []string
 	out = out[:0]
 	if cap(out) == 0 {
-		out = make([]FrameJSON, 0, len(frames))
+		out = make([]report.FrameJSON, 0, len(frames))
 	}
 	if cap(offs)-len(offs) < len(frames) {
 		offs = make([]int64, 0, len(frames))
@@ -63,8 +64,8 @@ func symbolizeFramesHex(out []FrameJSON, elf *elfsym.File, frames []unwinders.Fr
 	for fi, f := range frames {
 		phys := fi
 		fi := first + fi
-		base := FrameJSON{
-			phys:       phys,
+		base := report.FrameJSON{
+			Phys:       phys,
 			Kind:       f.Kind.String(),
 			Method:     f.Method,
 			Confidence: f.Confidence.String(),
@@ -150,9 +151,9 @@ func joinNote(a, b string) string {
 func exceptionNote(ef *unwinders.ExceptionFrame, note string) string {
 	var s string
 	if ef.FNCReturn {
-		s = fmt.Sprintf("FNC_RETURN frame (Secure call to Non-secure) at %s", Hex(ef.Addr))
+		s = fmt.Sprintf("FNC_RETURN frame (Secure call to Non-secure) at %s", report.Hex(ef.Addr))
 	} else {
-		s = fmt.Sprintf("%v, %d-byte frame on %s at %s", ef.ExcReturn, ef.Size, ef.Stack, Hex(ef.Base))
+		s = fmt.Sprintf("%v, %d-byte frame on %s at %s", ef.ExcReturn, ef.Size, ef.Stack, report.Hex(ef.Base))
 		if ef.Padded {
 			s += ", +4 alignment pad (xPSR bit 9)"
 		}

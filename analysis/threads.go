@@ -3,48 +3,12 @@ package analysis
 import (
 	"fmt"
 
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/rtos"
 	"github.com/faultline-dev/faultline/unwinders"
 )
-
-// RTOSJSON is the "rtos" object of faultline.analysis/1: which kernel the
-// threads come from and where its struct layouts were read.
-type RTOSJSON struct {
-	Kind   string `json:"kind"`
-	Source string `json:"source"`
-}
-
-// ThreadJSON is one entry of "threads" (design.md, "Threads (RTOS)").
-type ThreadJSON struct {
-	Name         string      `json:"name"`
-	State        string      `json:"state"`
-	Current      bool        `json:"current"`
-	Priority     *int        `json:"priority,omitempty"`      // absent when the kernel's data does not say
-	BasePriority *int        `json:"base_priority,omitempty"` // only when a mutex raised the priority
-	ID           string      `json:"id"`
-	WaitingOn    string      `json:"waiting_on,omitempty"`
-	Stack        StackJSON   `json:"stack"`
-	Diagnosis    []string    `json:"diagnosis,omitempty"`
-	Frames       []FrameJSON `json:"frames"`
-	Stop         string      `json:"stop"`
-	Error        string      `json:"error,omitempty"`
-
-	// For the text and HTML reports; not part of the JSON.
-	Walk unwinders.Result `json:"-"`
-	Raw  rtos.Thread      `json:"-"`
-}
-
-// StackJSON is a thread's "stack" object. Addresses are "" when unknown,
-// high_water_bytes -1.
-type StackJSON struct {
-	Start          string `json:"start,omitempty"`
-	End            string `json:"end,omitempty"`
-	SP             string `json:"sp,omitempty"`
-	HighWaterBytes int    `json:"high_water_bytes"`
-	Overflow       bool   `json:"overflow"`
-}
 
 // taskEntryStop is the stop reason of a thread walk that reached the
 // thread's entry function.
@@ -174,7 +138,7 @@ func cutWalk(elf *elfsym.File, kind string, res *unwinders.Result) bool {
 // discoverThreads finds the RTOS threads of the dump, before the crash's
 // own walk: the current thread's stack then bounds that walk (a stack scan
 // must not wander into another task's stack).
-func discoverThreads(elf *elfsym.File, layouts *rtos.Layouts, t *unwinders.Target, regs unwinders.Registers, r *Report, s *Scratch) *rtos.Kernel {
+func discoverThreads(elf *elfsym.File, layouts *rtos.Layouts, t *unwinders.Target, regs unwinders.Registers, r *report.Report, s *Scratch) *rtos.Kernel {
 	if elf == nil {
 		return nil
 	}
@@ -195,7 +159,7 @@ func discoverThreads(elf *elfsym.File, layouts *rtos.Layouts, t *unwinders.Targe
 	if k == nil {
 		return nil
 	}
-	r.RTOS = &RTOSJSON{Kind: k.Kind, Source: k.Source}
+	r.RTOS = &report.RTOSJSON{Kind: k.Kind, Source: k.Source}
 	for _, w := range k.Warnings {
 		r.Warnings = append(r.Warnings, k.Kind+": "+w)
 	}
@@ -211,7 +175,7 @@ func discoverThreads(elf *elfsym.File, layouts *rtos.Layouts, t *unwinders.Targe
 // NT_PRSTATUS notes) when no RTOS was found in memory: each is walked
 // from its registers like an RTOS thread, the first (the crash's) being
 // the current one. It returns nil when the dump holds one thread or none.
-func dumpThreads(d *crashdump.Dump, r *Report) *rtos.Kernel {
+func dumpThreads(d *crashdump.Dump, r *report.Report) *rtos.Kernel {
 	if len(d.Threads) < 2 {
 		return nil
 	}
@@ -231,13 +195,13 @@ func dumpThreads(d *crashdump.Dump, r *Report) *rtos.Kernel {
 			Stack: rtos.Stack{SP: th.Regs.Value(unwinders.SP), HighWaterBytes: -1},
 		})
 	}
-	r.RTOS = &RTOSJSON{Kind: k.Kind, Source: k.Source}
+	r.RTOS = &report.RTOSJSON{Kind: k.Kind, Source: k.Source}
 	return k
 }
 
 // threadReports walks every non-current thread and fills r.Threads. It
 // runs after r.Frames is final: the current thread shares them.
-func threadReports(elf *elfsym.File, t *unwinders.Target, k *rtos.Kernel, chain []unwinders.Unwinder, maxFrames int, r *Report, s *Scratch) {
+func threadReports(elf *elfsym.File, t *unwinders.Target, k *rtos.Kernel, chain []unwinders.Unwinder, maxFrames int, r *report.Report, s *Scratch) {
 	if maxFrames <= 0 || maxFrames > maxThreadFrames {
 		maxFrames = maxThreadFrames
 	}
@@ -248,8 +212,8 @@ func threadReports(elf *elfsym.File, t *unwinders.Target, k *rtos.Kernel, chain 
 	// are the previous dump's, grown to what that dump needed.
 	var (
 		slab    []unwinders.Frame
-		jslab   []FrameJSON
-		threads []ThreadJSON
+		jslab   []report.FrameJSON
+		threads []report.ThreadJSON
 	)
 	if s != nil {
 		slab, jslab, threads = s.frames, s.jframes, s.threads[:0]
@@ -258,10 +222,10 @@ func threadReports(elf *elfsym.File, t *unwinders.Target, k *rtos.Kernel, chain 
 		slab = make([]unwinders.Frame, 5*len(k.Threads))
 	}
 	if len(jslab) < 5*len(k.Threads) {
-		jslab = make([]FrameJSON, 5*len(k.Threads))
+		jslab = make([]report.FrameJSON, 5*len(k.Threads))
 	}
 	if cap(threads) < len(k.Threads) {
-		threads = make([]ThreadJSON, 0, len(k.Threads))
+		threads = make([]report.ThreadJSON, 0, len(k.Threads))
 	}
 	r.Threads = threads
 	// The threads' addresses, formatted at once: ID, stack start, end
@@ -283,17 +247,17 @@ func threadReports(elf *elfsym.File, t *unwinders.Target, k *rtos.Kernel, chain 
 			s.frames = make([]unwinders.Frame, need)
 		}
 		if jneed > len(jslab) {
-			s.jframes = make([]FrameJSON, jneed)
+			s.jframes = make([]report.FrameJSON, jneed)
 		}
 	}()
 	var tt unwinders.Target // each walk's view of the target
 	var walkedBuf [64]int
 	walked := walkedBuf[:0] // the threads walked here, by index
 	for ti, th := range k.Threads {
-		j := ThreadJSON{
+		j := report.ThreadJSON{
 			Name: th.Name, State: string(th.State), Current: th.Current,
 			ID: hexAt(hex, 4*ti), WaitingOn: th.WaitingOn, Diagnosis: th.Diagnosis, Raw: th,
-			Stack: StackJSON{HighWaterBytes: th.Stack.HighWaterBytes, Overflow: th.Stack.Overflow},
+			Stack: report.StackJSON{HighWaterBytes: th.Stack.HighWaterBytes, Overflow: th.Stack.Overflow},
 		}
 		if th.Priority != rtos.PriorityUnknown {
 			p := th.Priority
@@ -320,7 +284,7 @@ func threadReports(elf *elfsym.File, t *unwinders.Target, k *rtos.Kernel, chain 
 			// The crash's registers are this thread's, whatever its TCB says.
 			j.Frames, j.Stop, j.Walk = r.Frames, r.Stop, r.Walk
 		case th.Err != nil:
-			j.Frames = []FrameJSON{}
+			j.Frames = []report.FrameJSON{}
 			j.Stop = "context not recovered"
 		default:
 			tt = *t             // one copy for all the walks (it escapes to the heap)

@@ -9,6 +9,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/faultline-dev/faultline/analysis/bucket"
+	"github.com/faultline-dev/faultline/analysis/render/html"
+	"github.com/faultline-dev/faultline/analysis/render/text"
+	"github.com/faultline-dev/faultline/analysis/report"
+	"github.com/faultline-dev/faultline/analysis/score"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
 )
@@ -73,7 +78,7 @@ func scoreRTOSFixture(t *testing.T, build string) taskScore {
 	if !r.Threads[0].Current || fmt.Sprint(r.Threads[0].Frames) != fmt.Sprint(r.Frames) {
 		t.Errorf("%s: the current thread is not first or its frames differ from the report's", build)
 	}
-	byName := map[string]ThreadJSON{}
+	byName := map[string]report.ThreadJSON{}
 	for _, th := range r.Threads {
 		byName[th.Name] = th
 	}
@@ -85,7 +90,7 @@ func scoreRTOSFixture(t *testing.T, build string) taskScore {
 			continue
 		}
 		if th.State != w.State || th.Priority == nil || *th.Priority != w.Priority || th.Current != w.Current {
-			t.Errorf("%s: task %s: %s prio %s current %v, GDB/kernel say %s prio %d current %v", build, w.Name, th.State, prioText(th), th.Current, w.State, w.Priority, w.Current)
+			t.Errorf("%s: task %s: %s prio %s current %v, GDB/kernel say %s prio %d current %v", build, w.Name, th.State, report.PriorityText(th), th.Current, w.State, w.Priority, w.Current)
 			continue
 		}
 		s.found++
@@ -99,8 +104,8 @@ func scoreRTOSFixture(t *testing.T, build string) taskScore {
 				truth = append(truth, f.Function)
 			}
 		}
-		cand := CandidateNames(th.Frames, true)
-		sc := ScoreNames(truth, cand)
+		cand := score.CandidateNames(th.Frames, true)
+		sc := score.ScoreNames(truth, cand)
 		s.accuracy += sc.FrameAccuracy
 		if sc.Exact {
 			s.exact++
@@ -210,12 +215,12 @@ func TestSignatureHasCrashingThread(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := SignatureOf(r)
+	s := bucket.SignatureOf(r)
 	if s.Thread != "net" || !strings.HasSuffix(s.Key(), "|thread=net") {
 		t.Errorf("signature %+v key %q", s, s.Key())
 	}
 	r.Threads = nil
-	if s2 := SignatureOf(r); s2.Thread != "" || strings.Contains(s2.Key(), "thread") {
+	if s2 := bucket.SignatureOf(r); s2.Thread != "" || strings.Contains(s2.Key(), "thread") {
 		t.Errorf("without threads: %+v", s2)
 	}
 }
@@ -237,7 +242,7 @@ func TestRTOSThreadsRendered(t *testing.T) {
 		t.Fatal(err)
 	}
 	var h strings.Builder
-	if err := WriteHTML(&h, r, d, HTMLOptions{}); err != nil {
+	if err := html.Write(&h, r, d, html.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	page := h.String()
@@ -248,7 +253,7 @@ func TestRTOSThreadsRendered(t *testing.T) {
 		t.Errorf("HTML lacks the overflow bar or a task's backtrace")
 	}
 	var txt strings.Builder
-	if err := r.WriteText(&txt); err != nil {
+	if err := text.Write(&txt, r); err != nil {
 		t.Fatal(err)
 	}
 	out := txt.String()
@@ -294,7 +299,7 @@ func TestRTOSThreadsStrippedAgainstGDB(t *testing.T) {
 		if r.RTOS == nil || r.RTOS.Source != "default layout" {
 			t.Fatalf("%s-strip: rtos %+v", build, r.RTOS)
 		}
-		byName := map[string]ThreadJSON{}
+		byName := map[string]report.ThreadJSON{}
 		for _, th := range r.Threads {
 			byName[th.Name] = th
 		}
@@ -302,7 +307,7 @@ func TestRTOSThreadsStrippedAgainstGDB(t *testing.T) {
 		for _, w := range o.Tasks {
 			th, ok := byName[w.Name]
 			if !ok || th.State != w.State || th.Priority == nil || *th.Priority != w.Priority {
-				t.Errorf("%s-strip: task %s: found %v, %s prio %s; GDB/kernel say %s prio %d", build, w.Name, ok, th.State, prioText(th), w.State, w.Priority)
+				t.Errorf("%s-strip: task %s: found %v, %s prio %s; GDB/kernel say %s prio %d", build, w.Name, ok, th.State, report.PriorityText(th), w.State, w.Priority)
 				continue
 			}
 			var truth []string
@@ -311,13 +316,13 @@ func TestRTOSThreadsStrippedAgainstGDB(t *testing.T) {
 					truth = append(truth, f.Function)
 				}
 			}
-			cand := CandidateNames(th.Frames, false)
+			cand := score.CandidateNames(th.Frames, false)
 			for i, c := range cand {
 				if j := strings.IndexByte(c, '.'); j > 0 {
 					cand[i] = c[:j]
 				}
 			}
-			if ScoreNames(truth, cand).Exact {
+			if score.ScoreNames(truth, cand).Exact {
 				exact++
 			} else {
 				t.Errorf("%s-strip: %s: got %v, GDB %v", build, w.Name, cand, truth)

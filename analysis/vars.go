@@ -4,36 +4,12 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/elfsym/dwarfexpr"
 	"github.com/faultline-dev/faultline/unwinders"
 	"github.com/faultline-dev/faultline/unwinders/cfi"
 )
-
-// VarJSON is one entry of frames[].args or frames[].locals.
-type VarJSON struct {
-	Name         string `json:"name"`
-	Type         string `json:"type,omitempty"`
-	Value        string `json:"value,omitempty"`
-	Entry        bool   `json:"entry,omitempty"`
-	OptimizedOut bool   `json:"optimized_out,omitempty"`
-	// Note says why a value is missing that is not optimized out (its
-	// memory is not in the dump, an expression not supported).
-	Note string `json:"note,omitempty"`
-}
-
-// Text is the name=value form the text report shows.
-func (v VarJSON) Text() string {
-	switch {
-	case v.Value != "" && v.Entry:
-		return v.Name + "@entry=" + v.Value
-	case v.Value != "":
-		return v.Name + "=" + v.Value
-	case v.OptimizedOut:
-		return v.Name + "=<optimized out>"
-	}
-	return v.Name + "=<unavailable>"
-}
 
 // vframes builds the dwarfexpr view of the walk's frames: registers each
 // frame really has, its CFA (the caller's SP) and its caller for entry
@@ -106,13 +82,13 @@ func vframes(elf *elfsym.File, t *unwinders.Target, frames []unwinders.Frame) []
 	return out
 }
 
-func varsJSON(vs []dwarfexpr.Var, demangle func(string) string) []VarJSON {
+func varsJSON(vs []dwarfexpr.Var, demangle func(string) string) []report.VarJSON {
 	if len(vs) == 0 {
 		return nil
 	}
-	out := make([]VarJSON, 0, len(vs))
+	out := make([]report.VarJSON, 0, len(vs))
 	for _, v := range vs {
-		j := VarJSON{Name: v.Name, Type: v.Type, Value: v.Value, Entry: v.Entry, OptimizedOut: v.OptimizedOut}
+		j := report.VarJSON{Name: v.Name, Type: v.Type, Value: v.Value, Entry: v.Entry, OptimizedOut: v.OptimizedOut}
 		if v.Value == "" && !v.OptimizedOut {
 			j.Note = v.Err
 			if strings.Contains(v.Err, "unmapped") || strings.Contains(v.Err, "not mapped") {
@@ -130,7 +106,7 @@ func varsJSON(vs []dwarfexpr.Var, demangle func(string) string) []VarJSON {
 // Undecodable debugging information never stops the report: a failure in
 // the decoder drops the arguments of the frames not done yet, with a
 // warning.
-func attachVars(elf *elfsym.File, t *unwinders.Target, frames []unwinders.Frame, js []FrameJSON, locals bool) (warning string) {
+func attachVars(elf *elfsym.File, t *unwinders.Target, frames []unwinders.Frame, js []report.FrameJSON, locals bool) (warning string) {
 	if elf == nil {
 		return ""
 	}
@@ -146,10 +122,10 @@ func attachVars(elf *elfsym.File, t *unwinders.Target, frames []unwinders.Frame,
 	vfs := vframes(elf, t, frames)
 	for j := 0; j < len(js); {
 		k := j
-		for k < len(js) && js[k].phys == js[j].phys {
+		for k < len(js) && js[k].Phys == js[j].Phys {
 			k++
 		}
-		p := js[j].phys
+		p := js[j].Phys
 		if p < len(vfs) && vfs[p] != nil && js[j].Function != "" {
 			scopes := prog.FrameVars(vfs[p], locals)
 			// Align from the outermost level (the physical function).

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
 )
@@ -28,7 +29,7 @@ func TestVarsConcurrent(t *testing.T) {
 		}
 		dumps = append(dumps, d)
 	}
-	text := func(r *Report) string {
+	text := func(r *report.Report) string {
 		s := ""
 		for _, f := range r.Frames {
 			for _, v := range append(f.Args, f.Locals...) {
@@ -90,7 +91,7 @@ func TestArgAtEntry(t *testing.T) {
 	k := -1
 	for _, f := range r.Frames {
 		if f.Function == "deep2_big_locals" {
-			k = f.phys
+			k = f.Phys
 		}
 	}
 	if k < 0 || vfs[k] == nil {

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/faultline-dev/faultline/analysis/render/html"
+	"github.com/faultline-dev/faultline/analysis/render/text"
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/verdict"
@@ -44,7 +47,7 @@ func verdictFixtures(t *testing.T, dir, elfDir string) []verdictFixture {
 	return out
 }
 
-func analyzeFixture(t *testing.T, f verdictFixture) *Report {
+func analyzeFixture(t *testing.T, f verdictFixture) *report.Report {
 	t.Helper()
 	elf, err := elfsym.Open(f.elf)
 	if err != nil {
@@ -101,7 +104,7 @@ func TestStackVerdictFreeRTOSTask(t *testing.T) {
 			continue
 		}
 		var b strings.Builder
-		if err := r.WriteText(&b); err != nil {
+		if err := text.Write(&b, r); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(b.String(), "\nStack overflow: deep (evidence: SP below stack start)\n  task deep's stack overflowed: its saved SP 0x") {
@@ -112,7 +115,7 @@ func TestStackVerdictFreeRTOSTask(t *testing.T) {
 			t.Fatal(err)
 		}
 		var h strings.Builder
-		if err := WriteHTML(&h, r, d, HTMLOptions{}); err != nil {
+		if err := html.Write(&h, r, d, html.Options{}); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(h.String(), `<p class="verdict"><span class="badge">stack overflow</span> <b>deep</b> · evidence: SP below stack start</p>`) {

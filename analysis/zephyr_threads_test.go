@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/unwinders"
@@ -90,7 +91,7 @@ func TestZephyrThreadBacktraces(t *testing.T) {
 				if r.RTOS == nil || len(r.Threads) != len(truth.Threads) {
 					t.Fatalf("rtos %+v, %d threads: want zephyr with %d", r.RTOS, len(r.Threads), len(truth.Threads))
 				}
-				byID := map[string]ThreadJSON{}
+				byID := map[string]report.ThreadJSON{}
 				for _, th := range r.Threads {
 					byID[th.ID] = th
 				}
@@ -192,7 +193,7 @@ func TestZephyrStrippedContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer elf.Close()
-	names := func(frames []FrameJSON) []string {
+	names := func(frames []report.FrameJSON) []string {
 		var out []string
 		for _, f := range frames {
 			if f.Kind == "exception" || f.Kind == "gap" || f.Kind == "inlined" {
@@ -221,7 +222,7 @@ func TestZephyrStrippedContext(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			byID := map[string]ThreadJSON{}
+			byID := map[string]report.ThreadJSON{}
 			for _, th := range r.Threads {
 				byID[th.ID] = th
 			}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/rtos"
@@ -59,7 +60,7 @@ func zephyrContext(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, t *unwin
 	cur := k.Threads[0]
 	name := cur.Name
 	if name == "" {
-		name = Hex(cur.ID)
+		name = report.Hex(cur.ID)
 	}
 	lo, hi := cur.Stack.Start, cur.Stack.End
 	if lo == 0 && hi == 0 {

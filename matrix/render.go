@@ -7,7 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/score"
 )
 
 // pct formats a frame accuracy as a whole percentage, rounded down so that
@@ -89,7 +89,7 @@ func threadCell(c *Cell) string {
 
 // threadTotal sums the thread scores over the builds that have some.
 func threadTotal(t *Table, builds []string, s string) *Cell {
-	c := &Cell{Threads: &analysis.ThreadTotals{}}
+	c := &Cell{Threads: &score.ThreadTotals{}}
 	for _, b := range builds {
 		if th := t.Rows[b][s].Threads; th != nil {
 			c.Threads.Merge(*th)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/score"
 )
 
 // Schema is the schema name of the matrix result (--format json).
@@ -69,7 +69,7 @@ func (c *CaseResult) Invalid() bool { return c.Error != "" }
 // bogus), and for a non-exact result the frames it found and whether the
 // failure is known.
 type Result struct {
-	analysis.Score
+	score.Score
 	// Frames is the strategy's function list when it is not exact.
 	Frames []string `json:"frames,omitempty"`
 	// Error is set when the strategy could not analyse the dump at all.
@@ -79,18 +79,18 @@ type Result struct {
 	// New is set for a non-exact result no known-failures entry covers.
 	New bool `json:"new,omitempty"`
 	// Gaps, Overclaimed and Unmarked are the independent call-target
-	// check of the walk (analysis.CheckHonesty): a frame said to be high
+	// check of the walk (score.CheckHonesty): a frame said to be high
 	// after a gap or across a call to another function is overclaimed, and
 	// fails the run.
-	analysis.Honesty
+	score.Honesty
 	// Threads sums the scores of the RTOS threads with a true stack (the
 	// crashing one included) when the firmware runs an RTOS and the truth
 	// has threads; ThreadFailures are the other threads that are not
 	// exact (the crashing thread's backtrace is the result's own). A
 	// result with a thread that is not exact fails like a crash that is not
 	// exact (known or new).
-	Threads        *analysis.ThreadTotals `json:"threads,omitempty"`
-	ThreadFailures []analysis.ThreadScore `json:"thread_failures,omitempty"`
+	Threads        *score.ThreadTotals `json:"threads,omitempty"`
+	ThreadFailures []score.ThreadScore `json:"thread_failures,omitempty"`
 }
 
 // Fails reports whether the result is a failure: the crash's backtrace or
@@ -109,11 +109,11 @@ type Cell struct {
 	Known         int     `json:"known"`
 	New           int     `json:"new"`
 	// Gaps counts gap frames; Overclaimed, frames said to be high after a
-	// gap or across a call to another function (analysis.CheckHonesty).
+	// gap or across a call to another function (score.CheckHonesty).
 	Gaps        int `json:"gaps"`
 	Overclaimed int `json:"overclaimed"`
 	// Threads sums the RTOS thread scores of the cases (nil: none).
-	Threads *analysis.ThreadTotals `json:"threads,omitempty"`
+	Threads *score.ThreadTotals `json:"threads,omitempty"`
 	sum     float64
 }
 
@@ -135,7 +135,7 @@ func (c *Cell) add(r Result) {
 	c.Overclaimed += len(r.Overclaimed)
 	if r.Threads != nil {
 		if c.Threads == nil {
-			c.Threads = &analysis.ThreadTotals{}
+			c.Threads = &score.ThreadTotals{}
 		}
 		c.Threads.Merge(*r.Threads)
 	}

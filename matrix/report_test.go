@@ -10,15 +10,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/score"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in fixtures/matrix/golden")
 
-func exact() Result { return Result{Score: analysis.Score{Exact: true, FrameAccuracy: 1}} }
+func exact() Result { return Result{Score: score.Score{Exact: true, FrameAccuracy: 1}} }
 
 func failed(acc float64, bogus int, frames ...string) Result {
-	return Result{Score: analysis.Score{FrameAccuracy: acc, Bogus: bogus}, Frames: frames}
+	return Result{Score: score.Score{FrameAccuracy: acc, Bogus: bogus}, Frames: frames}
 }
 
 // sampleReport is a hand-made run with every kind of outcome: exact,

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/report"
+	"github.com/faultline-dev/faultline/analysis/score"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/crashdump/fault"
 	"github.com/faultline-dev/faultline/elfsym"
@@ -196,7 +198,7 @@ func (rn *Runner) runCase(ctx context.Context, c Case, es *elfState, strategies 
 		invalid(errors.New("the emulator gave no truth (shadow call stack)"))
 		return cr
 	}
-	cr.Truth = analysis.TruthNames(d.Truth)
+	cr.Truth = score.TruthNames(d.Truth)
 	if cr.Truth == nil {
 		cr.Truth = []string{}
 	}
@@ -206,7 +208,7 @@ func (rn *Runner) runCase(ctx context.Context, c Case, es *elfState, strategies 
 	}
 	for i, s := range strategies {
 		var none []string
-		cr.Results[s.Name], none = score(es.analyzers[i], d)
+		cr.Results[s.Name], none = scoreStrategy(es.analyzers[i], d)
 		if i == 0 {
 			cr.ThreadsWithoutTruth = none
 		}
@@ -214,10 +216,10 @@ func (rn *Runner) runCase(ctx context.Context, c Case, es *elfState, strategies 
 	return cr
 }
 
-// score runs one strategy on the dump and scores it against the truth.
+// scoreStrategy runs one strategy on the dump and scores it against the truth.
 // A panic in a strategy is that strategy's failure, not the run's.
 // It also returns the RTOS threads the truth has no stack for.
-func score(a *analysis.Analyzer, d *crashdump.Dump) (res Result, noTruth []string) {
+func scoreStrategy(a *analysis.Analyzer, d *crashdump.Dump) (res Result, noTruth []string) {
 	defer func() {
 		if p := recover(); p != nil {
 			res = Result{Error: fmt.Sprintf("internal error: %v", p), Frames: []string{}}
@@ -227,9 +229,9 @@ func score(a *analysis.Analyzer, d *crashdump.Dump) (res Result, noTruth []strin
 	if err != nil {
 		return Result{Error: err.Error(), Frames: []string{}}, nil
 	}
-	ts, noTruth := analysis.ThreadScores(r, d.Truth)
+	ts, noTruth := score.ThreadScores(r, d.Truth)
 	if ts != nil {
-		tot := analysis.TotalOf(ts)
+		tot := score.TotalOf(ts)
 		res.Threads = &tot
 		for _, s := range ts {
 			if !s.Exact && !s.Current { // the current thread's is the crash's
@@ -239,7 +241,7 @@ func score(a *analysis.Analyzer, d *crashdump.Dump) (res Result, noTruth []strin
 	}
 	var cand []string
 	res.Score, cand = Score(r, d.Truth)
-	res.Honesty = analysis.CheckHonesty(r)
+	res.Honesty = score.CheckHonesty(r)
 	if !res.Exact {
 		res.Frames = cand
 		if res.Frames == nil {
@@ -250,10 +252,10 @@ func score(a *analysis.Analyzer, d *crashdump.Dump) (res Result, noTruth []strin
 }
 
 // Score scores a report against a truth (design.md, "Scoring against
-// truth"; analysis.ScoreReport) and returns the candidate list it compared
-// (analysis.ReportNames: raw symbols against the emulator's truth).
-func Score(r *analysis.Report, tr *crashdump.Truth) (analysis.Score, []string) {
-	return analysis.ScoreReport(r, tr), analysis.ReportNames(r, tr)
+// truth"; score.ScoreReport) and returns the candidate list it compared
+// (score.ReportNames: raw symbols against the emulator's truth).
+func Score(r *report.Report, tr *crashdump.Truth) (score.Score, []string) {
+	return score.ScoreReport(r, tr), score.ReportNames(r, tr)
 }
 
 // CheckExpect checks that the dump is the crash the scenario expects: the
@@ -281,7 +283,7 @@ func CheckExpect(e Expect, d *crashdump.Dump) error {
 		}
 	}
 	if e.Function != "" && d.Truth != nil {
-		names := analysis.TruthNames(d.Truth)
+		names := score.TruthNames(d.Truth)
 		got := "(no frame)"
 		if len(names) > 0 {
 			got = displayName(names[0])

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/emu/uc"
 )
@@ -136,7 +136,7 @@ func TestReproduceQuoting(t *testing.T) {
 // frames left out and a PC in the gap past a symbol unnamed; against a
 // truth with inlined frames (GDB's), by readable name.
 func TestScoreSymbols(t *testing.T) {
-	r := &analysis.Report{Frames: []analysis.FrameJSON{
+	r := &report.Report{Frames: []report.FrameJSON{
 		{Function: "HardFault_Handler", Symbol: "HardFault_Handler", Kind: "normal"},
 		{Kind: "exception"},
 		{Function: "Journal::~Journal()", Symbol: "_ZN7JournalD1Ev", Kind: "normal"},

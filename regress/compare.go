@@ -5,13 +5,13 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/emu"
 )
 
 // causes returns a fault's status bits as REGISTER.BIT, in report order.
-func causes(f analysis.FaultJSON) []string {
+func causes(f report.FaultJSON) []string {
 	out := make([]string, 0, len(f.Causes))
 	for _, c := range f.Causes {
 		out = append(out, c.Register+"."+c.Bit)
@@ -35,7 +35,7 @@ func addressOrNone(a string) string {
 
 // compareFault checks the harness's fault against the spec: the exception,
 // the causes (each expected one must be set; others may be), the address.
-func compareFault(want *FaultExpect, got analysis.FaultJSON) []Problem {
+func compareFault(want *FaultExpect, got report.FaultJSON) []Problem {
 	var lines, summaries []string
 	if want.Exception != "" && want.Exception != got.Exception {
 		summaries = append(summaries, fmt.Sprintf("the crash is a %s, the spec expects %s", got.Exception, want.Exception))
@@ -54,7 +54,7 @@ func compareFault(want *FaultExpect, got analysis.FaultJSON) []Problem {
 			strings.Join(want.Causes, ", "), listOrNone(have), strings.Join(missing, ", ")))
 	}
 	if want.hasAddress {
-		if w := analysis.Hex(want.address); w != got.Address {
+		if w := report.Hex(want.address); w != got.Address {
 			summaries = append(summaries, fmt.Sprintf("the faulting address is %s, the spec expects %s", addressOrNone(got.Address), w))
 			lines = append(lines, fmt.Sprintf("address    expected %s, got %s", w, addressOrNone(got.Address)))
 		}
@@ -168,7 +168,7 @@ func sameFrame(a, b Frame) bool {
 // harness's analysis of the same crash: the backtrace from the faulting
 // frame outwards (exception pseudo-frames included, as markers) and the
 // fault (exception, causes, address).
-func compareHandler(harness, device []Frame, hf, df analysis.FaultJSON, dev *crashdump.Dump, outcome *emu.HandlerOutcome) []Problem {
+func compareHandler(harness, device []Frame, hf, df report.FaultJSON, dev *crashdump.Dump, outcome *emu.HandlerOutcome) []Problem {
 	var probs []Problem
 	notes := handlerOutcome(outcome)
 	for _, w := range dev.Warnings {

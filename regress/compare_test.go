@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/crashdump/fault"
 )
@@ -106,7 +106,7 @@ func collapse(s string) string {
 }
 
 func TestRegressCompareFault(t *testing.T) {
-	got := analysis.FaultJSON{Exception: "HardFault", Number: 3, Address: "0x00000000",
+	got := report.FaultJSON{Exception: "HardFault", Number: 3, Address: "0x00000000",
 		Causes: []fault.Cause{{Register: "CFSR", Bit: "DACCVIOL"}, {Register: "HFSR", Bit: "FORCED"}}}
 	if p := compareFault(&FaultExpect{Exception: "HardFault", Causes: []string{"HFSR.FORCED"}, address: 0, hasAddress: true}, got); p != nil {
 		t.Errorf("matching fault: %+v", p)
@@ -125,7 +125,7 @@ func TestRegressCompareFault(t *testing.T) {
 
 func TestRegressCompareHandler(t *testing.T) {
 	h := frames("irq_touch_device", "irq_service", "fl_crash_irq_handler", "<exception>", "irq_raise", "main")
-	hf := analysis.FaultJSON{Exception: "HardFault", Causes: []fault.Cause{{Register: "CFSR", Bit: "PRECISERR"}}, Address: "0x30000010"}
+	hf := report.FaultJSON{Exception: "HardFault", Causes: []fault.Cause{{Register: "CFSR", Bit: "PRECISERR"}}, Address: "0x30000010"}
 	dump := &crashdump.Dump{}
 	if p := compareHandler(h, h, hf, hf, dump, nil); p != nil {
 		t.Errorf("same crash: %+v", p)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/emu"
@@ -76,7 +77,7 @@ type Result struct {
 	// exception pseudo-frames removed); nil when the scenario did not run.
 	Frames []Frame
 	// Fault is the harness's analysis of the fault.
-	Fault *analysis.FaultJSON
+	Fault *report.FaultJSON
 	// Handler says how the firmware's crash handler ended (Handler.Check).
 	Handler string
 }
@@ -400,7 +401,7 @@ func (r *runner) deviceDump(sc *Scenario, stdout, stderr *limitedBuffer) (*crash
 // the same handler function and an exception pseudo-frame). A
 // CrashCatcher dump holds the state before the exception instead, and its
 // backtrace starts at the faulting frame.
-func startsAtHandler(dev, harness *analysis.Report) bool {
+func startsAtHandler(dev, harness *report.Report) bool {
 	d, h := dev.Frames, harness.Frames
 	return len(d) > 1 && len(h) > 1 && d[0].Kind == unwinders.KindNormal.String() &&
 		d[1].Kind == unwinders.KindException.String() && d[0].Function != "" && d[0].Function == h[0].Function
@@ -410,7 +411,7 @@ func startsAtHandler(dev, harness *analysis.Report) bool {
 // outwards: when the dump was taken at the handler's first instruction,
 // the frames up to and including the first exception pseudo-frame (the
 // handler) are left out. Exception pseudo-frames further out are kept.
-func framesOf(r *analysis.Report, atHandler bool) []Frame {
+func framesOf(r *report.Report, atHandler bool) []Frame {
 	start := 0
 	if atHandler {
 		for i, f := range r.Frames {
@@ -488,7 +489,7 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-func argsOf(vs []analysis.VarJSON) map[string]string {
+func argsOf(vs []report.VarJSON) map[string]string {
 	if len(vs) == 0 {
 		return nil
 	}

@@ -4,14 +4,15 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/report"
+	"github.com/faultline-dev/faultline/analysis/score"
 	"github.com/faultline-dev/faultline/crashdump"
 )
 
 // compareThreads checks expect.threads (each named RTOS thread found, in
 // its state, with its backtrace) and expect.threads_truth (every thread
 // with a true stack unwound exactly as that stack).
-func compareThreads(ex Expect, rep *analysis.Report, truth *crashdump.Truth, unwinder string) []Problem {
+func compareThreads(ex Expect, rep *report.Report, truth *crashdump.Truth, unwinder string) []Problem {
 	if len(ex.Threads) == 0 && !ex.ThreadsTruth {
 		return nil
 	}
@@ -19,7 +20,7 @@ func compareThreads(ex Expect, rep *analysis.Report, truth *crashdump.Truth, unw
 		return []Problem{{Kind: "threads", Summary: "threads: the spec expects RTOS threads, but analyze found no RTOS kernel in the firmware"}}
 	}
 	var out []Problem
-	byName := map[string]*analysis.ThreadJSON{}
+	byName := map[string]*report.ThreadJSON{}
 	var names []string
 	for i := range rep.Threads {
 		byName[rep.Threads[i].Name] = &rep.Threads[i]
@@ -45,7 +46,7 @@ func compareThreads(ex Expect, rep *analysis.Report, truth *crashdump.Truth, unw
 		}
 	}
 	if ex.ThreadsTruth {
-		scores, _ := analysis.ThreadScores(rep, truth)
+		scores, _ := score.ThreadScores(rep, truth)
 		if scores == nil {
 			out = append(out, Problem{Kind: "threads", Summary: "threads: the spec expects every thread to match its true stack, but the emulator's truth holds no threads"})
 		}
@@ -65,8 +66,8 @@ func compareThreads(ex Expect, rep *analysis.Report, truth *crashdump.Truth, unw
 // frames are the crash's, from the faulting frame on (the fault handler
 // and its exception pseudo-frame left out); another thread's start at its
 // saved context.
-func threadFrames(fs []analysis.FrameJSON, current bool) []Frame {
-	r := &analysis.Report{Frames: fs}
+func threadFrames(fs []report.FrameJSON, current bool) []Frame {
+	r := &report.Report{Frames: fs}
 	return framesOf(r, current)
 }
 

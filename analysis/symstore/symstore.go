@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/unwinders"
@@ -69,7 +70,7 @@ func New(label string, elfs []ELF) *Set {
 func (s *Set) Len() int { return len(s.elfs) }
 
 // Analyze decodes d with its own ELF (see Set). Pick says which.
-func (s *Set) Analyze(d *crashdump.Dump) (*analysis.Report, error) {
+func (s *Set) Analyze(d *crashdump.Dump) (*report.Report, error) {
 	r, _, err := s.Pick(d)
 	return r, err
 }
@@ -77,7 +78,7 @@ func (s *Set) Analyze(d *crashdump.Dump) (*analysis.Report, error) {
 // Pick decodes d with its own ELF (see Set) and returns the index of the
 // ELF used. The error wraps ErrNoMatch when no ELF is the dump's; any
 // other error is the engine's, decoding d with the ELF of its build ID.
-func (s *Set) Pick(d *crashdump.Dump) (*analysis.Report, int, error) {
+func (s *Set) Pick(d *crashdump.Dump) (*report.Report, int, error) {
 	var note string
 	if d.BuildID != "" {
 		if i, ok := s.byID[d.BuildID]; ok {
@@ -86,7 +87,7 @@ func (s *Set) Pick(d *crashdump.Dump) (*analysis.Report, int, error) {
 		}
 		note = fmt.Sprintf("the dump's build-id %s is not in %s; ", d.BuildID, s.label)
 	}
-	var best *analysis.Report
+	var best *report.Report
 	bestIndex := -1
 	for i, e := range s.elfs {
 		r, err := e.Analyzer.Analyze(d)
@@ -94,9 +95,9 @@ func (s *Set) Pick(d *crashdump.Dump) (*analysis.Report, int, error) {
 			continue
 		}
 		switch r.Pairing.Verdict {
-		case analysis.PairVerified:
+		case report.PairVerified:
 			return r, i, nil
-		case analysis.PairUnverified:
+		case report.PairUnverified:
 			// Chosen by content, an ELF must not be doubted by it.
 			if len(r.Pairing.Doubts) == 0 && (best == nil || len(r.Pairing.Evidence) > len(best.Pairing.Evidence)) {
 				best, bestIndex = r, i

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 )
 
@@ -57,7 +58,7 @@ func TestPick(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.dump, err)
 		}
-		if i != c.want || r.Pairing == nil || r.Pairing.Verdict == analysis.PairMismatch {
+		if i != c.want || r.Pairing == nil || r.Pairing.Verdict == report.PairMismatch {
 			t.Errorf("%s: ELF %d (%+v), want %d and no mismatch", c.dump, i, r.Pairing, c.want)
 		}
 	}

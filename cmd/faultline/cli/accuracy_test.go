@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/score"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
 )
@@ -66,10 +67,10 @@ func TestAccuracyTable(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s %s: %v", dump, s, err)
 			}
-			sc := analysis.ScoreReport(r, d.Truth)
-			truth := analysis.TruthNames(d.Truth)
+			sc := score.ScoreReport(r, d.Truth)
+			truth := score.TruthNames(d.Truth)
 			bogusHi := 0
-			cand := analysis.CandidateNames(r.Frames, analysis.TruthHasInlined(d.Truth))
+			cand := score.CandidateNames(r.Frames, score.TruthHasInlined(d.Truth))
 			// Map candidate positions back to frames to read confidences.
 			var conf []string
 			start := 0

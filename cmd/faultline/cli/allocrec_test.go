@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/emu"
 	"github.com/faultline-dev/faultline/emu/uc"
 )
@@ -131,7 +131,7 @@ func baseName(fn string) string {
 
 // checkPlanted checks that the report's allocations are exactly the
 // planted sites, each at its source line, with the ret[0] frame exact.
-func checkPlanted(t *testing.T, build string, r analysis.Report, what string) {
+func checkPlanted(t *testing.T, build string, r report.Report, what string) {
 	t.Helper()
 	file, sites := planted(build)
 	blocks := 0
@@ -150,7 +150,7 @@ func checkPlanted(t *testing.T, build string, r analysis.Report, what string) {
 			t.Errorf("%s: warning %q", what, w)
 		}
 	}
-	got := map[string]analysis.AllocSiteJSON{}
+	got := map[string]report.AllocSiteJSON{}
 	var total uint64
 	for _, s := range a.Sites {
 		if _, dup := got[baseName(s.Function)]; dup {
@@ -205,7 +205,7 @@ func checkPlanted(t *testing.T, build string, r analysis.Report, what string) {
 }
 
 // siteBlocks is a report's blocks as "function address size" lines.
-func siteBlocks(r analysis.Report) []string {
+func siteBlocks(r report.Report) []string {
 	var out []string
 	if r.Allocations == nil {
 		return nil
@@ -221,7 +221,7 @@ func siteBlocks(r analysis.Report) []string {
 
 // stackPCs is the distinct PCs of a symbolized stack (inline levels share
 // their PC).
-func stackPCs(fs []analysis.FrameJSON) []string {
+func stackPCs(fs []report.FrameJSON) []string {
 	var out []string
 	for _, f := range fs {
 		if len(out) == 0 || out[len(out)-1] != f.PC {

@@ -16,6 +16,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/bucket"
+	"github.com/faultline-dev/faultline/analysis/render/text"
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/unwinders"
@@ -303,9 +306,9 @@ func runAnalyze(cmd *cobra.Command, c *commonFlags, raw *rawFlags, bf *batchFlag
 		prog = newProgress(stderr, len(jobs))
 	}
 	failed, mismatched := 0, 0
-	var sum *analysis.Summarizer
+	var sum *bucket.Summarizer
 	if bf.summary {
-		sum = analysis.NewSummarizer(elfName, c.unwinder, "path")
+		sum = bucket.NewSummarizer(elfName, c.unwinder, "path")
 	}
 	for _, e := range problems {
 		// A directory or a pattern that gave no dump: an error, but no
@@ -373,7 +376,7 @@ func runAnalyze(cmd *cobra.Command, c *commonFlags, raw *rawFlags, bf *batchFlag
 			}
 			return nil
 		}
-		if p := r.report.Pairing; p != nil && p.Verdict == analysis.PairMismatch {
+		if p := r.report.Pairing; p != nil && p.Verdict == report.PairMismatch {
 			mismatched++
 			flushLines()
 			prog.printf(stderr, "faultline: warning: %s: %s\n", r.job.name, analysis.MismatchWarning(r.report.ELFInfo.Path, *p))
@@ -397,7 +400,7 @@ func runAnalyze(cmd *cobra.Command, c *commonFlags, raw *rawFlags, bf *batchFlag
 			if err := enc.Encode(s); err != nil {
 				return err
 			}
-		} else if err := s.WriteText(out); err != nil {
+		} else if err := text.WriteSummary(out, s); err != nil {
 			return err
 		}
 	case w != nil:

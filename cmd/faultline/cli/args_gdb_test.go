@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
 )
@@ -91,7 +92,7 @@ func (a argsTally) String() string {
 
 // compareVars matches ours against GDB's by name (in order for repeated
 // names).
-func compareVars(t *testing.T, where string, ours []analysis.VarJSON, gdb []gdbVar) argsTally {
+func compareVars(t *testing.T, where string, ours []report.VarJSON, gdb []gdbVar) argsTally {
 	var n argsTally
 	used := make([]bool, len(ours))
 	for _, g := range gdb {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 )
 
@@ -42,7 +43,7 @@ type batchJob struct {
 type batchResult struct {
 	job    batchJob
 	dump   *crashdump.Dump
-	report *analysis.Report
+	report *report.Report
 	err    error
 	// scratch is the memory the result holds (runBatch's reuse), given
 	// back once the result is emitted.
@@ -60,7 +61,7 @@ type batchScratch struct {
 
 // scratchAnalyzer is a dumpAnalyzer that can reuse memory across dumps.
 type scratchAnalyzer interface {
-	AnalyzeScratch(d *crashdump.Dump, s *analysis.Scratch) (*analysis.Report, error)
+	AnalyzeScratch(d *crashdump.Dump, s *analysis.Scratch) (*report.Report, error)
 }
 
 // runBatch analyses the jobs with workers goroutines and calls emit for
@@ -212,7 +213,7 @@ func analyzeOne(a dumpAnalyzer, j batchJob, keepDump bool, s *batchScratch) (res
 		res.err = err
 		return res
 	}
-	var r *analysis.Report
+	var r *report.Report
 	if sa, ok := a.(scratchAnalyzer); ok && s != nil {
 		r, err = sa.AnalyzeScratch(d, &s.an)
 	} else {

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/report"
 )
 
 // A faster JSON line for a report: the bytes encoding/json's Encoder
-// writes for an analysis.Report (HTML-safe escaping, no indentation, a
+// writes for an report.Report (HTML-safe escaping, no indentation, a
 // newline), built without reflection for the parts that make up most of
 // an RTOS report (every thread's frames) and with encoding/json for the
 // rest, field by field.
@@ -53,8 +53,8 @@ const (
 // The field lists the hand-written encoders were written for: name, type
 // and tag of every field, in order.
 const (
-	frameShape  = `Index int json:"index";PC string json:"pc,omitempty";Function string json:"function,omitempty";Symbol string json:"symbol,omitempty";Offset *int64 json:"offset,omitempty";File string json:"file,omitempty";Line int json:"line,omitempty";Kind string json:"kind";Method string json:"method";SP string json:"sp,omitempty";Confidence string json:"confidence";ExcReturn string json:"exc_return,omitempty";Stack string json:"stack,omitempty";Note string json:"note,omitempty";Gap bool json:"gap,omitempty";Args []analysis.VarJSON json:"args,omitempty";Locals []analysis.VarJSON json:"locals,omitempty";phys int `
-	threadShape = `Name string json:"name";State string json:"state";Current bool json:"current";Priority *int json:"priority,omitempty";BasePriority *int json:"base_priority,omitempty";ID string json:"id";WaitingOn string json:"waiting_on,omitempty";Stack analysis.StackJSON json:"stack";Diagnosis []string json:"diagnosis,omitempty";Frames []analysis.FrameJSON json:"frames";Stop string json:"stop";Error string json:"error,omitempty";Walk unwinders.Result json:"-";Raw rtos.Thread json:"-"`
+	frameShape  = `Index int json:"index";PC string json:"pc,omitempty";Function string json:"function,omitempty";Symbol string json:"symbol,omitempty";Offset *int64 json:"offset,omitempty";File string json:"file,omitempty";Line int json:"line,omitempty";Kind string json:"kind";Method string json:"method";SP string json:"sp,omitempty";Confidence string json:"confidence";ExcReturn string json:"exc_return,omitempty";Stack string json:"stack,omitempty";Note string json:"note,omitempty";Gap bool json:"gap,omitempty";Args []report.VarJSON json:"args,omitempty";Locals []report.VarJSON json:"locals,omitempty";Phys int json:"-"`
+	threadShape = `Name string json:"name";State string json:"state";Current bool json:"current";Priority *int json:"priority,omitempty";BasePriority *int json:"base_priority,omitempty";ID string json:"id";WaitingOn string json:"waiting_on,omitempty";Stack report.StackJSON json:"stack";Diagnosis []string json:"diagnosis,omitempty";Frames []report.FrameJSON json:"frames";Stop string json:"stop";Error string json:"error,omitempty";Walk unwinders.Result json:"-";Raw rtos.Thread json:"-"`
 	stackShape  = `Start string json:"start,omitempty";End string json:"end,omitempty";SP string json:"sp,omitempty";HighWaterBytes int json:"high_water_bytes";Overflow bool json:"overflow"`
 )
 
@@ -82,13 +82,13 @@ func plainStruct(t reflect.Type, shape string) bool {
 }
 
 func newReportEncoder() *reportEncoder {
-	e := &reportEncoder{fastFrames: plainStruct(reflect.TypeFor[analysis.FrameJSON](), frameShape)}
-	e.fastThread = e.fastFrames && plainStruct(reflect.TypeFor[analysis.ThreadJSON](), threadShape) &&
-		plainStruct(reflect.TypeFor[analysis.StackJSON](), stackShape)
-	framesType := reflect.TypeFor[[]analysis.FrameJSON]()
-	threadsType := reflect.TypeFor[[]analysis.ThreadJSON]()
-	hexRegsType := reflect.TypeFor[*analysis.HexRegs]()
-	t := reflect.TypeFor[analysis.Report]()
+	e := &reportEncoder{fastFrames: plainStruct(reflect.TypeFor[report.FrameJSON](), frameShape)}
+	e.fastThread = e.fastFrames && plainStruct(reflect.TypeFor[report.ThreadJSON](), threadShape) &&
+		plainStruct(reflect.TypeFor[report.StackJSON](), stackShape)
+	framesType := reflect.TypeFor[[]report.FrameJSON]()
+	threadsType := reflect.TypeFor[[]report.ThreadJSON]()
+	hexRegsType := reflect.TypeFor[*report.HexRegs]()
+	t := reflect.TypeFor[report.Report]()
 	var fields []reportField
 	for i := range t.NumField() {
 		f := t.Field(i)
@@ -148,7 +148,7 @@ func validKey(name string) bool {
 }
 
 // encode writes r as one JSON line, as json.NewEncoder(w).Encode(r) does.
-func (e *reportEncoder) encode(r *analysis.Report) ([]byte, error) {
+func (e *reportEncoder) encode(r *report.Report) ([]byte, error) {
 	if e.fields == nil || r == nil {
 		var b bytes.Buffer
 		err := json.NewEncoder(&b).Encode(r)
@@ -174,11 +174,11 @@ func (e *reportEncoder) encode(r *analysis.Report) ([]byte, error) {
 		case fieldString:
 			b = appendJSONString(b, fv.String())
 		case fieldFrames:
-			b = appendFrames(b, fv.Interface().([]analysis.FrameJSON))
+			b = appendFrames(b, fv.Interface().([]report.FrameJSON))
 		case fieldThreads:
-			b = appendThreads(b, fv.Interface().([]analysis.ThreadJSON))
+			b = appendThreads(b, fv.Interface().([]report.ThreadJSON))
 		case fieldHexRegs:
-			b, err = appendHexRegs(b, fv.Interface().(*analysis.HexRegs))
+			b, err = appendHexRegs(b, fv.Interface().(*report.HexRegs))
 		default:
 			b, err = appendMarshal(b, fv.Addr().Interface())
 		}
@@ -205,7 +205,7 @@ func appendMarshal(b []byte, p any) ([]byte, error) {
 // appendHexRegs appends a register set. Its MarshalJSON output is compact
 // already; encoding/json would only escape <, > and & in it, which
 // register names never hold (checked: anything unusual goes the slow way).
-func appendHexRegs(b []byte, h *analysis.HexRegs) ([]byte, error) {
+func appendHexRegs(b []byte, h *report.HexRegs) ([]byte, error) {
 	if h == nil {
 		return append(b, "null"...), nil
 	}
@@ -250,12 +250,12 @@ func appendList[T any](b []byte, xs []T, elem func([]byte, *T) []byte) []byte {
 	return append(b, ']')
 }
 
-func appendFrames(b []byte, frames []analysis.FrameJSON) []byte {
+func appendFrames(b []byte, frames []report.FrameJSON) []byte {
 	return appendList(b, frames, appendFrame)
 }
 
 // appendFrame writes the fields of frameShape.
-func appendFrame(b []byte, f *analysis.FrameJSON) []byte {
+func appendFrame(b []byte, f *report.FrameJSON) []byte {
 	b = append(b, `{"index":`...)
 	b = strconv.AppendInt(b, int64(f.Index), 10)
 	b = appendOptString(b, `,"pc":`, f.PC)
@@ -289,7 +289,7 @@ func appendFrame(b []byte, f *analysis.FrameJSON) []byte {
 }
 
 // appendVars writes frames[].args or frames[].locals (omitted when empty).
-func appendVars(b []byte, key string, vs []analysis.VarJSON) []byte {
+func appendVars(b []byte, key string, vs []report.VarJSON) []byte {
 	if len(vs) == 0 {
 		return b
 	}
@@ -317,12 +317,12 @@ func appendVars(b []byte, key string, vs []analysis.VarJSON) []byte {
 	return append(b, ']')
 }
 
-func appendThreads(b []byte, threads []analysis.ThreadJSON) []byte {
+func appendThreads(b []byte, threads []report.ThreadJSON) []byte {
 	return appendList(b, threads, appendThread)
 }
 
 // appendThread writes the fields of threadShape and stackShape.
-func appendThread(b []byte, t *analysis.ThreadJSON) []byte {
+func appendThread(b []byte, t *report.ThreadJSON) []byte {
 	b = append(b, `{"name":`...)
 	b = appendJSONString(b, t.Name)
 	b = append(b, `,"state":`...)

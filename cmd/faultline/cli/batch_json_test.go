@@ -11,13 +11,14 @@ import (
 	"unicode/utf8"
 
 	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
 )
 
 // The hand-written JSON line must be encoding/json's, byte for byte.
 
-func stdJSONLine(t *testing.T, r *analysis.Report) []byte {
+func stdJSONLine(t *testing.T, r *report.Report) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	if err := json.NewEncoder(&b).Encode(r); err != nil {
@@ -39,7 +40,7 @@ func TestReportEncoderFastPath(t *testing.T) {
 
 // analyzeFixtures analyses every fixture dump that has its ELF: the QEMU
 // scenarios, the FreeRTOS and Zephyr builds.
-func analyzeFixtures(t *testing.T) []*analysis.Report {
+func analyzeFixtures(t *testing.T) []*report.Report {
 	t.Helper()
 	type pair struct{ dump, elf string }
 	var pairs []pair
@@ -61,7 +62,7 @@ func analyzeFixtures(t *testing.T) []*analysis.Report {
 		}
 	}
 	elfs := map[string]*analysis.Analyzer{}
-	var out []*analysis.Report
+	var out []*report.Report
 	for _, p := range pairs {
 		an, ok := elfs[p.elf]
 		if !ok {
@@ -128,8 +129,8 @@ func TestReportEncoderMatchesEncodingJSON(t *testing.T) {
 		src := reports[rng.IntN(len(reports))]
 		r := *src
 		r.Dump, r.Stop = pick(), pick()
-		r.Frames = mangleFrames(append([]analysis.FrameJSON(nil), src.Frames...), pick, rng)
-		r.Threads = append([]analysis.ThreadJSON(nil), src.Threads...)
+		r.Frames = mangleFrames(append([]report.FrameJSON(nil), src.Frames...), pick, rng)
+		r.Threads = append([]report.ThreadJSON(nil), src.Threads...)
 		for j := range r.Threads {
 			th := &r.Threads[j]
 			th.Name, th.State, th.ID, th.WaitingOn, th.Stop, th.Error = pick(), pick(), pick(), pick(), pick(), pick()
@@ -146,7 +147,7 @@ func TestReportEncoderMatchesEncodingJSON(t *testing.T) {
 			} else {
 				th.BasePriority = nil
 			}
-			th.Frames = mangleFrames(append([]analysis.FrameJSON(nil), th.Frames...), pick, rng)
+			th.Frames = mangleFrames(append([]report.FrameJSON(nil), th.Frames...), pick, rng)
 			if rng.IntN(10) == 0 {
 				th.Frames = nil
 			}
@@ -167,7 +168,7 @@ func TestReportEncoderMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
-func mangleFrames(fs []analysis.FrameJSON, pick func() string, rng *rand.Rand) []analysis.FrameJSON {
+func mangleFrames(fs []report.FrameJSON, pick func() string, rng *rand.Rand) []report.FrameJSON {
 	for i := range fs {
 		f := &fs[i]
 		f.Index = rng.IntN(100) - 3
@@ -259,7 +260,7 @@ func TestRTOSBatchWorkers(t *testing.T) {
 		t.Fatalf("%d lines", len(lines))
 	}
 	for _, l := range lines {
-		var r analysis.Report
+		var r report.Report
 		if err := json.Unmarshal([]byte(l), &r); err != nil {
 			t.Fatal(err)
 		}

@@ -9,7 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/render/html"
+	"github.com/faultline-dev/faultline/analysis/render/text"
 	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/internal/outfile"
 )
@@ -26,16 +27,16 @@ type reportWriter struct {
 	// html
 	dir     string
 	elfPath string
-	html    analysis.HTMLOptions
+	html    html.Options
 	pages   []string // page file name per job
-	index   []analysis.IndexEntry
+	index   []html.IndexEntry
 	nextJob int
 }
 
 func newReportWriter(w io.Writer, format string, multi bool, bf *batchFlags, elf *elfsym.File, elfPath string) *reportWriter {
 	rw := &reportWriter{w: w, format: format, multi: multi, dir: bf.output, elfPath: elfPath}
 	if format == "html" {
-		rw.html = analysis.HTMLOptions{ELF: elf, SourceDirs: sourceDirs(bf.sourceDir, elfPath)}
+		rw.html = html.Options{ELF: elf, SourceDirs: sourceDirs(bf.sourceDir, elfPath)}
 		if v := elf.Info().Vectors; v != nil {
 			rw.html.StackTop = v.InitialSP
 		}
@@ -112,7 +113,7 @@ func pageName(dump string, used map[string]bool) string {
 // failed records a dump that could not be decoded.
 func (rw *reportWriter) failed(r batchResult) {
 	if rw.format == "html" && rw.dir != "" {
-		rw.index = append(rw.index, analysis.IndexEntry{Dump: r.job.name, Error: r.err.Error()})
+		rw.index = append(rw.index, html.IndexEntry{Dump: r.job.name, Error: r.err.Error()})
 	}
 	rw.nextJob++
 }
@@ -151,17 +152,17 @@ func (rw *reportWriter) report(r batchResult) error {
 		return err
 	case "html":
 		if rw.dir == "" {
-			return analysis.WriteHTML(rw.w, rep, r.dump, rw.html)
+			return html.Write(rw.w, rep, r.dump, rw.html)
 		}
 		var buf bytes.Buffer
-		if err := analysis.WriteHTML(&buf, rep, r.dump, rw.html); err != nil {
+		if err := html.Write(&buf, rep, r.dump, rw.html); err != nil {
 			return err
 		}
 		page := rw.pages[rw.nextJob]
 		if err := outfile.WriteFile(filepath.Join(rw.dir, page), buf.Bytes()); err != nil {
 			return err
 		}
-		rw.index = append(rw.index, analysis.IndexEntryFor(rep, page))
+		rw.index = append(rw.index, html.IndexEntryFor(rep, page))
 		return nil
 	default:
 		if !first {
@@ -169,7 +170,7 @@ func (rw *reportWriter) report(r batchResult) error {
 				return err
 			}
 		}
-		return rep.WriteText(rw.w)
+		return text.Write(rw.w, rep)
 	}
 }
 
@@ -184,7 +185,7 @@ func (rw *reportWriter) end() error {
 		return err
 	case rw.format == "html" && rw.dir != "":
 		var buf bytes.Buffer
-		if err := analysis.WriteHTMLIndex(&buf, rw.index); err != nil {
+		if err := html.WriteIndex(&buf, rw.index); err != nil {
 			return err
 		}
 		return outfile.WriteFile(filepath.Join(rw.dir, "index.html"), buf.Bytes())

@@ -13,6 +13,9 @@ import (
 	"testing"
 
 	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/bucket"
+	"github.com/faultline-dev/faultline/analysis/render/text"
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
 )
@@ -84,7 +87,7 @@ func jsonlDumps(t *testing.T, out string) []string {
 	t.Helper()
 	var names []string
 	for line := range strings.SplitSeq(strings.TrimSpace(out), "\n") {
-		var r analysis.Report
+		var r report.Report
 		if err := json.Unmarshal([]byte(line), &r); err != nil {
 			t.Fatalf("not one analysis per line: %v: %q", err, line)
 		}
@@ -165,8 +168,8 @@ func TestBatchKeepsSeveralDumpOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer elf.Close()
-	var reports []*analysis.Report
-	var text strings.Builder
+	var reports []*report.Report
+	var txt strings.Builder
 	for i, p := range paths {
 		d, err := crashdump.Load(p)
 		if err != nil {
@@ -179,9 +182,9 @@ func TestBatchKeepsSeveralDumpOutput(t *testing.T) {
 		r.Warnings = append(append([]string{}, d.Warnings...), r.Warnings...)
 		reports = append(reports, r)
 		if i > 0 {
-			text.WriteString("\n")
+			txt.WriteString("\n")
 		}
-		r.WriteText(&text)
+		text.Write(&txt, r)
 	}
 	var want bytes.Buffer
 	enc := json.NewEncoder(&want)
@@ -192,7 +195,7 @@ func TestBatchKeepsSeveralDumpOutput(t *testing.T) {
 		t.Errorf("json: exit %d %s; output differs from the one-shot encoding", code, errs)
 	}
 	out, _, code = run(t, "", append([]string{"analyze", "--elf", batchELF()}, paths...)...)
-	if code != 0 || out != text.String() {
+	if code != 0 || out != txt.String() {
 		t.Errorf("text: exit %d; output differs", code)
 	}
 	out, _, code = run(t, "", "analyze", "--format", "json", "--elf", batchELF(), "/nonexistent.json", "/nonexistent2.json")
@@ -207,11 +210,11 @@ func TestBatchSummary(t *testing.T) {
 	if code != ExitInput {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	var s analysis.Summary
+	var s bucket.Summary
 	if err := json.Unmarshal([]byte(out), &s); err != nil {
 		t.Fatal(err)
 	}
-	if s.Schema != analysis.SummarySchema || s.Dumps != 13 || s.Decoded != 12 || len(s.Buckets) != 6 || s.Order != "path" {
+	if s.Schema != bucket.SummarySchema || s.Dumps != 13 || s.Decoded != 12 || len(s.Buckets) != 6 || s.Order != "path" {
 		t.Fatalf("schema %q dumps %d decoded %d buckets %d order %q", s.Schema, s.Dumps, s.Decoded, len(s.Buckets), s.Order)
 	}
 	funcs := map[string]bool{}

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/unwinders"
 )
@@ -54,13 +54,13 @@ func captureExt(build string) string {
 	return ".crashcatcher.hex"
 }
 
-func captureAnalyze(t *testing.T, elf, dump string) analysis.Report {
+func captureAnalyze(t *testing.T, elf, dump string) report.Report {
 	t.Helper()
 	stdout, errs, code := run(t, "", "analyze", "--format", "json", "--elf", elf, dump)
 	if code != 0 {
 		t.Fatalf("analyze %s: exit %d: %s", dump, code, errs)
 	}
-	var r analysis.Report
+	var r report.Report
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 		t.Fatalf("analyze %s: %v", dump, err)
 	}
@@ -69,7 +69,7 @@ func captureAnalyze(t *testing.T, elf, dump string) analysis.Report {
 
 // reportFunctions is the backtrace as function names, exception
 // pseudo-frames as "<exception>".
-func reportFunctions(r analysis.Report) []string {
+func reportFunctions(r report.Report) []string {
 	var out []string
 	for _, f := range r.Frames {
 		if f.Kind == "exception" {
@@ -94,9 +94,9 @@ func fromFaultingFrame(fns []string) []string {
 
 // sameFault compares what analyze says about the fault: the exception, its
 // causes (register and bit) and the fault address.
-func sameFault(t *testing.T, got, want analysis.FaultJSON, what string) {
+func sameFault(t *testing.T, got, want report.FaultJSON, what string) {
 	t.Helper()
-	causes := func(f analysis.FaultJSON) []string {
+	causes := func(f report.FaultJSON) []string {
 		var s []string
 		for _, c := range f.Causes {
 			s = append(s, c.Register+"."+c.Bit)
@@ -196,7 +196,7 @@ func TestCaptureQEMUFixtures(t *testing.T) {
 				g := reportFunctions(got)
 				ref := filepath.Join(repo, "fixtures/capture/oracle", name+".json")
 				var want []string
-				var refReport analysis.Report
+				var refReport report.Report
 				what := "QEMU+GDB oracle"
 				if q, err := crashdump.Load(ref); err == nil && q.Truth != nil {
 					samePreException(t, d, ref, "oracle", true)

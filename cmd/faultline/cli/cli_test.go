@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/report"
+	"github.com/faultline-dev/faultline/analysis/score"
 	"github.com/faultline-dev/faultline/crashdump"
 )
 
@@ -69,7 +71,7 @@ func TestAnalyzeOracleFixtures(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errs)
 			}
-			var r analysis.Report
+			var r report.Report
 			if err := json.Unmarshal([]byte(out), &r); err != nil {
 				t.Fatal(err)
 			}
@@ -196,7 +198,7 @@ func TestSeveralDumps(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d %s", code, errs)
 	}
-	var rs []analysis.Report
+	var rs []report.Report
 	if err := json.Unmarshal([]byte(out), &rs); err != nil || len(rs) != 2 {
 		t.Fatalf("want a JSON array of 2 reports: %v", err)
 	}
@@ -246,10 +248,10 @@ func TestCompare(t *testing.T) {
 			Unwinder string `json:"unwinder"`
 			Stop     string `json:"stop"`
 			Error    string `json:"error"`
-			Frames   []analysis.FrameJSON
+			Frames   []report.FrameJSON
 		} `json:"results"`
-		Truth  map[string]any            `json:"truth"`
-		Scores map[string]analysis.Score `json:"scores"`
+		Truth  map[string]any         `json:"truth"`
+		Scores map[string]score.Score `json:"scores"`
 	}
 	if err := json.Unmarshal([]byte(out), &v); err != nil {
 		t.Fatal(err)

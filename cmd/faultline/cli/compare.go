@@ -11,32 +11,34 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/report"
+	"github.com/faultline-dev/faultline/analysis/score"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
 )
 
 // compareResult is one strategy's entry in faultline.compare/1.
 type compareResult struct {
-	Unwinder string               `json:"unwinder"`
-	Frames   []analysis.FrameJSON `json:"frames"`
-	Stop     string               `json:"stop"`
-	Error    string               `json:"error,omitempty"`
-	report   *analysis.Report
+	Unwinder string             `json:"unwinder"`
+	Frames   []report.FrameJSON `json:"frames"`
+	Stop     string             `json:"stop"`
+	Error    string             `json:"error,omitempty"`
+	report   *report.Report
 }
 
 type compareJSON struct {
-	Schema  string                    `json:"schema"`
-	Dump    string                    `json:"dump"`
-	Results []compareResult           `json:"results"`
-	Truth   *truthJSON                `json:"truth,omitempty"`
-	Scores  map[string]analysis.Score `json:"scores,omitempty"`
+	Schema  string                 `json:"schema"`
+	Dump    string                 `json:"dump"`
+	Results []compareResult        `json:"results"`
+	Truth   *truthJSON             `json:"truth,omitempty"`
+	Scores  map[string]score.Score `json:"scores,omitempty"`
 	// ThreadScores are each strategy's RTOS thread walks scored against
 	// the truth's threads (truth.threads; the current thread against the
 	// top-level truth), and ThreadsWithoutTruth the threads the truth has
 	// no stack for (one that never ran). Both only when the truth has
 	// threads and the dump's firmware runs an RTOS.
-	ThreadScores        map[string][]analysis.ThreadScore `json:"thread_scores,omitempty"`
-	ThreadsWithoutTruth []string                          `json:"threads_without_truth,omitempty"`
+	ThreadScores        map[string][]score.ThreadScore `json:"thread_scores,omitempty"`
+	ThreadsWithoutTruth []string                       `json:"threads_without_truth,omitempty"`
 }
 
 type truthJSON struct {
@@ -159,7 +161,7 @@ func compareDump(elf *elfsym.File, path string, maxFrames int) (_ *compareJSON, 
 	}
 	out := compareJSON{Schema: "faultline.compare/1", Dump: d.Path}
 	for _, s := range analysis.Strategies() {
-		res := compareResult{Unwinder: s.Name, Frames: []analysis.FrameJSON{}}
+		res := compareResult{Unwinder: s.Name, Frames: []report.FrameJSON{}}
 		if !s.Available {
 			res.Error = fmt.Sprintf("strategy %q is not available in this build yet", s.Name)
 			out.Results = append(out.Results, res)
@@ -176,20 +178,20 @@ func compareDump(elf *elfsym.File, path string, maxFrames int) (_ *compareJSON, 
 	if d.Truth != nil {
 		out.Truth = &truthJSON{Source: d.Truth.Source, Stop: d.Truth.Stop, Frames: compareTruthFrames(d.Truth.Frames)}
 		for _, th := range d.Truth.Threads {
-			tj := threadTruthJSON{Frame: analysis.Hex(th.Frame), Frames: compareTruthFrames(th.Frames)}
+			tj := threadTruthJSON{Frame: report.Hex(th.Frame), Frames: compareTruthFrames(th.Frames)}
 			if th.HasSP {
-				tj.SP = analysis.Hex(th.SP)
+				tj.SP = report.Hex(th.SP)
 			}
 			out.Truth.Threads = append(out.Truth.Threads, tj)
 		}
-		out.Scores = map[string]analysis.Score{}
+		out.Scores = map[string]score.Score{}
 		for _, r := range out.Results {
 			if r.report != nil {
-				out.Scores[r.Unwinder] = analysis.ScoreReport(r.report, d.Truth)
-				ts, none := analysis.ThreadScores(r.report, d.Truth)
+				out.Scores[r.Unwinder] = score.ScoreReport(r.report, d.Truth)
+				ts, none := score.ThreadScores(r.report, d.Truth)
 				if ts != nil {
 					if out.ThreadScores == nil {
-						out.ThreadScores = map[string][]analysis.ThreadScore{}
+						out.ThreadScores = map[string][]score.ThreadScore{}
 					}
 					out.ThreadScores[r.Unwinder] = ts
 					out.ThreadsWithoutTruth = none
@@ -206,7 +208,7 @@ func compareTruthFrames(frames []crashdump.TruthFrame) []truthFrameJSON {
 	for _, f := range frames {
 		tf := truthFrameJSON{Function: f.Function, Kind: f.Kind, File: f.File, Line: f.Line}
 		if f.HasPC {
-			tf.PC = analysis.Hex(f.PC)
+			tf.PC = report.Hex(f.PC)
 		}
 		out = append(out, tf)
 	}
@@ -231,9 +233,9 @@ func writeCompareText(cmd *cobra.Command, out *compareJSON, d *crashdump.Dump) e
 			}
 			continue
 		}
-		// Every row starts at the faulting frame (analysis.ChainStart),
+		// Every row starts at the faulting frame (score.ChainStart),
 		// whichever strategy it is.
-		names := analysis.ChainNames(r.report, true)
+		names := score.ChainNames(r.report, true)
 		bt := strings.Join(shortNames(names), " < ")
 		if len(names) == 0 && len(r.Frames) > 0 {
 			bt = "(never left the fault handler)"
@@ -246,7 +248,7 @@ func writeCompareText(cmd *cobra.Command, out *compareJSON, d *crashdump.Dump) e
 		}
 	}
 	if out.Truth != nil {
-		tn := analysis.TruthNames(d.Truth)
+		tn := score.TruthNames(d.Truth)
 		fmt.Fprintf(tw, "truth (%s)\t%d\t\t\t\t%s\t%s\n", out.Truth.Source, len(tn), strings.Join(shortNames(tn), " < "), out.Truth.Stop)
 	}
 	if err := tw.Flush(); err != nil {
@@ -280,7 +282,7 @@ func writeThreadScoresText(w io.Writer, out *compareJSON) error {
 		if !ok {
 			continue
 		}
-		tot := analysis.TotalOf(ts)
+		tot := score.TotalOf(ts)
 		var names []string
 		for _, s := range ts {
 			if s.Exact {

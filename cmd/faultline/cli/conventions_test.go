@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 )
 
@@ -288,7 +288,7 @@ func TestDisplayPath(t *testing.T) {
 		"./../lib/x.c":   "../lib/x.c",
 		"":               "",
 	} {
-		if got := analysis.DisplayPath(in); got != want {
+		if got := report.DisplayPath(in); got != want {
 			t.Errorf("DisplayPath(%q) = %q, want %q", in, got, want)
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 )
 
@@ -16,13 +16,13 @@ import (
 var importSources = []string{"gcc-m3-O2-null_write_deep", "gcc-m3-O2-psp_thread", "gcc-m4f-O2-fpu_crash"}
 
 // analyzeJSON runs analyze --format json and returns the report.
-func analyzeJSON(t *testing.T, args ...string) *analysis.Report {
+func analyzeJSON(t *testing.T, args ...string) *report.Report {
 	t.Helper()
 	out, errs, code := run(t, "", append([]string{"analyze", "--format", "json"}, args...)...)
 	if code != 0 {
 		t.Fatalf("analyze %v: exit %d: %s", args, code, errs)
 	}
-	var r analysis.Report
+	var r report.Report
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("analyze %v: %v\n%s", args, err, out)
 	}
@@ -31,7 +31,7 @@ func analyzeJSON(t *testing.T, args ...string) *analysis.Report {
 
 // functions lists a report's frames: function names, "<exception>" for
 // exception pseudo-frames.
-func functions(r *analysis.Report) []string {
+func functions(r *report.Report) []string {
 	var out []string
 	for _, f := range r.Frames {
 		if f.Kind == "exception" {
@@ -101,9 +101,9 @@ func TestAnalyzeImported(t *testing.T) {
 // back to native gives it again.
 func TestConvertRoundTrip(t *testing.T) {
 	dir := t.TempDir()
-	isExc := func(f analysis.FrameJSON) bool { return f.Kind == "exception" }
+	isExc := func(f report.FrameJSON) bool { return f.Kind == "exception" }
 	type fr struct{ PC, Function, SP string }
-	strip := func(fs []analysis.FrameJSON) []fr {
+	strip := func(fs []report.FrameJSON) []fr {
 		var out []fr
 		for _, f := range fs {
 			out = append(out, fr{f.PC, f.Function, f.SP})

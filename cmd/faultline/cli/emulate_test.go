@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/emu/uc"
 )
@@ -230,12 +230,12 @@ func TestEmulatedAnalysisEqualsOracle(t *testing.T) {
 			if _, errs, code := run(t, "", "emulate", "--elf", elf, "-o", out, "--set", fmt.Sprintf("crash_scenario=%d", n)); code != 0 {
 				t.Fatalf("emulate: exit %d: %s", code, errs)
 			}
-			analyze := func(dump string) analysis.Report {
+			analyze := func(dump string) report.Report {
 				stdout, errs, code := run(t, "", "analyze", "--format", "json", "--elf", elf, dump)
 				if code != 0 {
 					t.Fatalf("analyze %s: exit %d: %s", dump, code, errs)
 				}
-				var r analysis.Report
+				var r report.Report
 				if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 					t.Fatal(err)
 				}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
 )
@@ -146,7 +147,7 @@ func TestAnalyzeExcEntryCorpus(t *testing.T) {
 
 // checkHandlerRanNothing: the frame whose PC is the vector's target is
 // high confidence (the vector table holds that PC) and says why.
-func checkHandlerRanNothing(t *testing.T, elf *elfsym.File, r *analysis.Report) {
+func checkHandlerRanNothing(t *testing.T, elf *elfsym.File, r *report.Report) {
 	t.Helper()
 	for k, f := range r.Frames {
 		if f.PC != "0x30000000" {
@@ -163,7 +164,7 @@ func checkHandlerRanNothing(t *testing.T, elf *elfsym.File, r *analysis.Report) 
 // checkAfterSVC: the frame after the second exception frame returns past
 // an svc instruction (read from the ELF); it must be named after the
 // function that holds the svc.
-func checkAfterSVC(t *testing.T, elf *elfsym.File, r *analysis.Report) {
+func checkAfterSVC(t *testing.T, elf *elfsym.File, r *report.Report) {
 	t.Helper()
 	exc := 0
 	for k, f := range r.Frames {

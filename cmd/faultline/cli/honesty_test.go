@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/score"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/matrix"
@@ -67,7 +68,7 @@ func bareNames(names []string) []string {
 
 // betterOrEqual reports whether score a is at least as good as b: exact
 // first, then frame accuracy.
-func betterOrEqual(a, b analysis.Score) bool {
+func betterOrEqual(a, b score.Score) bool {
 	if a.Exact != b.Exact {
 		return a.Exact
 	}
@@ -80,7 +81,7 @@ func betterOrEqual(a, b analysis.Score) bool {
 // (issue 13, defects 4 and 5):
 //   - auto is at least as good as its best single strategy;
 //   - no strategy says `high` for a frame after a gap or across a return
-//     address whose call targets another function (analysis.CheckHonesty
+//     address whose call targets another function (score.CheckHonesty
 //     re-runs the call-target check independently of the walk), and every
 //     such return address has a gap before it.
 func TestAutoNeverWorseAndHonest(t *testing.T) {
@@ -106,14 +107,14 @@ func TestAutoNeverWorseAndHonest(t *testing.T) {
 			elf  *elfsym.File
 		}{{"", full}, {" (stripped)", stripDebug(t, elfPath)}} {
 			name := filepath.Base(dump) + v.name
-			scores := map[string]analysis.Score{}
+			scores := map[string]score.Score{}
 			for _, s := range strategies {
 				r, err := analysis.Analyze(v.elf, d, analysis.Options{Unwinder: s, MaxFrames: 64})
 				if err != nil {
 					t.Fatalf("%s %s: %v", name, s, err)
 				}
-				scores[s] = analysis.ScoreNames(bareNames(analysis.TruthNames(d.Truth)), bareNames(analysis.ReportNames(r, d.Truth)))
-				h := analysis.CheckHonesty(r)
+				scores[s] = score.ScoreNames(bareNames(score.TruthNames(d.Truth)), bareNames(score.ReportNames(r, d.Truth)))
+				h := score.CheckHonesty(r)
 				for _, o := range h.Overclaimed {
 					t.Errorf("%s %s: %s", name, s, o)
 				}

@@ -20,10 +20,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/report"
 )
 
-// The colours the page uses (analysis/html.go, pageCSS). Chromium paints
+// The colours the page uses (analysis/render/html/html.go, pageCSS). Chromium paints
 // flat fills exactly, so the screenshot holds these values as they are.
 const (
 	pxBackground = 0xf6f7f9 // body
@@ -225,7 +225,7 @@ func TestHTMLChromium(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("analyze --format json: exit %d: %s", code, errs)
 			}
-			var rep analysis.Report
+			var rep report.Report
 			if err := json.Unmarshal([]byte(js), &rep); err != nil {
 				t.Fatal(err)
 			}
@@ -379,7 +379,7 @@ var (
 )
 
 // checkDOM checks the document Chromium built from the page.
-func checkDOM(t *testing.T, c htmlCase, rep *analysis.Report, dom string) {
+func checkDOM(t *testing.T, c htmlCase, rep *report.Report, dom string) {
 	t.Helper()
 	if !strings.Contains(dom, `<table class="bt">`) {
 		t.Fatalf("no backtrace table in the DOM:\n%.2000s", dom)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/elfsym"
 )
 
@@ -87,7 +87,7 @@ func writeInfo(w io.Writer, in elfsym.Info) error {
 	}
 	b.WriteString("unwinding data\n")
 	if e := in.Exidx; e != nil {
-		fmt.Fprintf(&b, "  .ARM.exidx: %s (%d inline, %d in .ARM.extab, %d CANTUNWIND)\n", analysis.Plural(e.Entries, "entry", "entries"), e.Inline, e.Extab, e.CantUnwind)
+		fmt.Fprintf(&b, "  .ARM.exidx: %s (%d inline, %d in .ARM.extab, %d CANTUNWIND)\n", report.Plural(e.Entries, "entry", "entries"), e.Inline, e.Extab, e.CantUnwind)
 		fmt.Fprintf(&b, "    functions: %d with their own entry, %d CANTUNWIND, %d only an earlier function's entry, %d not covered\n",
 			e.FuncsCovered, e.FuncsCantUnwind, e.FuncsInherited, e.FuncsUncovered)
 	} else {

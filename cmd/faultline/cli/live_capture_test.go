@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/gdbserver/client"
 	"github.com/faultline-dev/faultline/unwinders"
@@ -117,7 +117,7 @@ func listening(addr string) bool {
 
 // liveReport is the part of analyze --format json the comparisons use.
 type liveReport struct {
-	analysis.Report
+	report.Report
 	Regs  map[string]string `json:"registers"`
 	FRegs map[string]string `json:"fault_registers"`
 }
@@ -144,7 +144,7 @@ func liveAnalyze(t *testing.T, elf, dump string) liveReport {
 }
 
 // liveFrames are the frames as "function@pc" ("<exception>@EXC_RETURN").
-func liveFrames(r analysis.Report) []string {
+func liveFrames(r report.Report) []string {
 	var out []string
 	for _, f := range r.Frames {
 		if f.Kind == "exception" {
@@ -347,8 +347,8 @@ func TestCaptureQEMUEqualsOracle(t *testing.T) {
 				if gt.Name != wt.Name || gt.State != wt.State || gt.Current != wt.Current {
 					t.Errorf("thread %d: %s %s current=%v, oracle %s %s current=%v", i, gt.Name, gt.State, gt.Current, wt.Name, wt.State, wt.Current)
 				}
-				gf := liveFrames(analysis.Report{Frames: gt.Frames})
-				wf := liveFrames(analysis.Report{Frames: wt.Frames})
+				gf := liveFrames(report.Report{Frames: gt.Frames})
+				wf := liveFrames(report.Report{Frames: wt.Frames})
 				if !slices.Equal(gf, wf) {
 					t.Errorf("thread %s: frames differ:\n capture %q\n oracle  %q", gt.Name, gf, wf)
 				}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/report"
 )
 
 // From the command line: another build's ELF is a mismatch when the
@@ -57,14 +57,14 @@ func TestAnalyzeStdinJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatal(err)
 	}
-	if r.Dump != "<stdin>" || r.Faultline != analysis.Version || r.ELF["path"] == "" || r.Pairing.Verdict != "unverified" ||
+	if r.Dump != "<stdin>" || r.Faultline != report.Version || r.ELF["path"] == "" || r.Pairing.Verdict != "unverified" ||
 		r.Registers["pc"] == "" || r.FaultRegs["cfsr"] != "0x00010000" || len(r.Frames) < 3 || r.Frames[0].Function != "udf_assert_fail" {
 		t.Errorf("report %+v", r)
 	}
 	if _, _, code := run(t, "", "analyze", "--elf", "x.elf", "-", "other.json"); code != ExitUsage {
 		t.Errorf("- with another dump: exit %d, want %d", code, ExitUsage)
 	}
-	if out, _, code := run(t, "", "--version"); code != 0 || !strings.HasPrefix(out, "faultline "+analysis.Version) {
+	if out, _, code := run(t, "", "--version"); code != 0 || !strings.HasPrefix(out, "faultline "+report.Version) {
 		t.Errorf("--version: %d %q", code, out)
 	}
 }

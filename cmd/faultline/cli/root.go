@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/internal/outfile"
 )
 
@@ -236,7 +236,7 @@ func noArgs(cmd *cobra.Command, a []string) error {
 // versionString is faultline's version, with the Go version and, when the
 // binary was built from a git checkout, the commit.
 func versionString() string {
-	v := analysis.Version
+	v := report.Version
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		v += " (" + bi.GoVersion
 		for _, s := range bi.Settings {

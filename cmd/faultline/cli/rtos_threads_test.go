@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/report"
+	"github.com/faultline-dev/faultline/analysis/score"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/emu"
@@ -94,7 +96,7 @@ func TestRTOSThreadAccuracyTwoTruths(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		scores, noTruth := analysis.ThreadScores(r, d.Truth)
+		scores, noTruth := score.ThreadScores(r, d.Truth)
 		emuExact := map[string]bool{}
 		var emuAcc float64
 		for _, s := range scores {
@@ -123,7 +125,7 @@ func TestRTOSThreadAccuracyTwoTruths(t *testing.T) {
 			t.Fatal(err)
 		}
 		tasks := append(o.Tasks, o.Threads...)
-		byName := map[string]analysis.ThreadJSON{}
+		byName := map[string]report.ThreadJSON{}
 		for _, th := range qr.Threads {
 			byName[th.Name] = th
 		}
@@ -141,8 +143,8 @@ func TestRTOSThreadAccuracyTwoTruths(t *testing.T) {
 					want = append(want, f.Function)
 				}
 			}
-			got := analysis.CandidateNames(th.Frames, true)
-			sc := analysis.ScoreNames(want, got)
+			got := score.CandidateNames(th.Frames, true)
+			sc := score.ScoreNames(want, got)
 			gdbAcc += sc.FrameAccuracy
 			if sc.Exact {
 				gdbExact++
@@ -206,10 +208,10 @@ func TestCompareThreadScores(t *testing.T) {
 		t.Errorf("truth threads %d, without truth %q", len(c.Truth.Threads), c.ThreadsWithoutTruth)
 	}
 	auto, fp := c.ThreadScores["auto"], c.ThreadScores["framepointer"]
-	if tot := analysis.TotalOf(auto); len(auto) != 6 || tot.Exact != 6 || !auto[0].Current || auto[0].Thread != "net_rx" {
+	if tot := score.TotalOf(auto); len(auto) != 6 || tot.Exact != 6 || !auto[0].Current || auto[0].Thread != "net_rx" {
 		t.Errorf("auto thread scores: %+v", auto)
 	}
-	if tot := analysis.TotalOf(fp); tot.Threads != 6 || tot.Exact == 6 {
+	if tot := score.TotalOf(fp); tot.Threads != 6 || tot.Exact == 6 {
 		t.Errorf("framepointer thread scores (gcc -O2 has no frame pointer): %+v", fp)
 	}
 	for _, s := range fp {

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/analysis/symstore"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
@@ -23,7 +24,7 @@ const maxStoreELFs = 4096
 // dumpAnalyzer decodes one dump: an *analysis.Analyzer for one ELF, or a
 // symbolStore that picks the ELF per dump.
 type dumpAnalyzer interface {
-	Analyze(d *crashdump.Dump) (*analysis.Report, error)
+	Analyze(d *crashdump.Dump) (*report.Report, error)
 }
 
 // symbolStore is the --symbols DIR of analyze: the firmware ELFs of many

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 )
 
@@ -87,7 +88,7 @@ func TestBatchTruncatedCore(t *testing.T) {
 
 type panicAnalyzer struct{ dumpAnalyzer }
 
-func (p panicAnalyzer) Analyze(d *crashdump.Dump) (*analysis.Report, error) {
+func (p panicAnalyzer) Analyze(d *crashdump.Dump) (*report.Report, error) {
 	if strings.Contains(d.Path, "boom") {
 		panic("planted")
 	}

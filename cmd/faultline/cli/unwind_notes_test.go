@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/report"
+	"github.com/faultline-dev/faultline/analysis/score"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/crashdump/fault"
 	"github.com/faultline-dev/faultline/elfsym"
@@ -16,7 +18,7 @@ import (
 
 // emulateAnalyze runs `faultline emulate` with args on elf, then `analyze
 // --format json` on the dump, and returns the report.
-func emulateAnalyze(t *testing.T, elf string, args ...string) analysis.Report {
+func emulateAnalyze(t *testing.T, elf string, args ...string) report.Report {
 	t.Helper()
 	skipWithoutEmulator(t)
 	dump := filepath.Join(t.TempDir(), "dump.json")
@@ -28,7 +30,7 @@ func emulateAnalyze(t *testing.T, elf string, args ...string) analysis.Report {
 	if code != 0 {
 		t.Fatalf("analyze: exit %d: %s", code, stderr)
 	}
-	var r analysis.Report
+	var r report.Report
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +252,7 @@ func TestStackscanMinusOneLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !analysis.ScoreReport(r, d.Truth).Exact {
+	if !score.ScoreReport(r, d.Truth).Exact {
 		t.Fatalf("stackscan is not exact on the clean stack: %v", r.Stop)
 	}
 	var slot uint32
@@ -278,7 +280,7 @@ func TestStackscanMinusOneLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := analysis.ScoreReport(r, d.Truth); !s.Exact || !strings.HasPrefix(r.Stop, "reached the reset handler") {
+	if s := score.ScoreReport(r, d.Truth); !s.Exact || !strings.HasPrefix(r.Stop, "reached the reset handler") {
 		t.Errorf("with 0xFFFFFFFF at 0x%08x: exact %v, stop %q", slot, s.Exact, r.Stop)
 	}
 }
@@ -371,7 +373,7 @@ func TestStepNoteNamesItsFrame(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var r analysis.Report
+	var r report.Report
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 		t.Fatal(err)
 	}

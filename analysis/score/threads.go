@@ -1,6 +1,7 @@
-package analysis
+package score
 
 import (
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/unwinders"
 )
@@ -25,7 +26,7 @@ type ThreadScore struct {
 // truth entry (a thread that never ran has none). When the truth holds no
 // threads at all (tr.Threads is nil: a truth that says nothing about the
 // other threads) both are nil.
-func ThreadScores(r *Report, tr *crashdump.Truth) (scores []ThreadScore, noTruth []string) {
+func ThreadScores(r *report.Report, tr *crashdump.Truth) (scores []ThreadScore, noTruth []string) {
 	if tr == nil || tr.Threads == nil || len(r.Threads) == 0 {
 		return nil, nil
 	}
@@ -69,7 +70,7 @@ func ThreadScores(r *Report, tr *crashdump.Truth) (scores []ThreadScore, noTruth
 // (ReportNames): readable names with inlined frames against a truth that
 // lists them, else the raw ELF symbols of the real frames. Gap frames name
 // no function.
-func threadNames(frames []FrameJSON, inlined bool) []string {
+func threadNames(frames []report.FrameJSON, inlined bool) []string {
 	if inlined {
 		return namesOf(frames, true)
 	}

@@ -1,6 +1,7 @@
-package analysis
+package score
 
 import (
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/unwinders"
 )
@@ -67,7 +68,7 @@ func TruthHasInlined(tr *crashdump.Truth) bool { return tr.Source != "emulator-s
 // TruthNames: from the faulting frame outwards, exception pseudo-frames
 // and gap frames removed (a gap names no function: the frames it stands
 // for count as missing), inlined frames kept only when the truth lists them.
-func CandidateNames(frames []FrameJSON, inlined bool) []string {
+func CandidateNames(frames []report.FrameJSON, inlined bool) []string {
 	start := 0
 	for i, f := range frames {
 		if f.Kind == unwinders.KindException.String() {
@@ -80,7 +81,7 @@ func CandidateNames(frames []FrameJSON, inlined bool) []string {
 
 // namesOf lists the functions of frames, exception pseudo-frames and gap
 // frames removed, inlined frames kept when inlined is set.
-func namesOf(frames []FrameJSON, inlined bool) []string {
+func namesOf(frames []report.FrameJSON, inlined bool) []string {
 	var names []string
 	for _, f := range frames {
 		switch {
@@ -102,7 +103,7 @@ func namesOf(frames []FrameJSON, inlined bool) []string {
 // the registers are those of the fault handler itself (IPSR is the
 // fault's exception): that walk never left the handler, and none of its
 // frames belongs to the faulting chain.
-func ChainStart(r *Report) int {
+func ChainStart(r *report.Report) int {
 	for i, f := range r.Frames {
 		if f.Kind == unwinders.KindException.String() {
 			return i + 1
@@ -116,13 +117,13 @@ func ChainStart(r *Report) int {
 
 // ChainNames is CandidateNames from ChainStart: every strategy's list
 // starts at the same frame.
-func ChainNames(r *Report, inlined bool) []string {
+func ChainNames(r *report.Report, inlined bool) []string {
 	return namesOf(r.Frames[ChainStart(r):], inlined)
 }
 
 // ScoreReport scores a report against a truth, comparing like with like
 // (ReportNames).
-func ScoreReport(r *Report, tr *crashdump.Truth) Score {
+func ScoreReport(r *report.Report, tr *crashdump.Truth) Score {
 	return ScoreNames(TruthNames(tr), ReportNames(r, tr))
 }
 
@@ -133,7 +134,7 @@ func ScoreReport(r *Report, tr *crashdump.Truth) Score {
 // frames: it is compared with each frame's raw Symbol (none in the gap past
 // a symbol's end), since for C++ the readable name is demangled
 // ("Journal::~Journal()" for the truth's "_ZN7JournalD1Ev").
-func ReportNames(r *Report, tr *crashdump.Truth) []string {
+func ReportNames(r *report.Report, tr *crashdump.Truth) []string {
 	if TruthHasInlined(tr) {
 		return ChainNames(r, true)
 	}

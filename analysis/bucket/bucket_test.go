@@ -1,26 +1,28 @@
-package analysis
+package bucket
 
 import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/faultline-dev/faultline/analysis/report"
 )
 
 // Signature version 2 skips wrapper frames and frames of low confidence:
 // the same bug reached through abort or through __assert_func, or with a
 // stack-scan guess appended, is one bucket.
 func TestSignatureV2(t *testing.T) {
-	frame := func(fn, conf string) FrameJSON {
-		return FrameJSON{Function: fn, Kind: "normal", Confidence: conf}
+	frame := func(fn, conf string) report.FrameJSON {
+		return report.FrameJSON{Function: fn, Kind: "normal", Confidence: conf}
 	}
-	exc := FrameJSON{Kind: "exception", Confidence: "high"}
-	base := Report{Fault: FaultJSON{Exception: "HardFault"}}
+	exc := report.FrameJSON{Kind: "exception", Confidence: "high"}
+	base := report.Report{Fault: report.FaultJSON{Exception: "HardFault"}}
 	a := base
-	a.Frames = []FrameJSON{frame("HardFault_Handler", "high"), exc, frame("abort", "high"),
+	a.Frames = []report.FrameJSON{frame("HardFault_Handler", "high"), exc, frame("abort", "high"),
 		frame("__assert_func", "high"), frame("parse_packet", "high"), frame("rx_task", "medium"),
 		frame("guess", "low"), frame("main", "high")}
 	b := base
-	b.Frames = []FrameJSON{frame("HardFault_Handler", "high"), exc, frame("__cxa_throw", "high"),
+	b.Frames = []report.FrameJSON{frame("HardFault_Handler", "high"), exc, frame("__cxa_throw", "high"),
 		frame("std::terminate()", "high"), frame("parse_packet", "high"), frame("rx_task", "medium"), frame("main", "medium")}
 	sa, sb := SignatureOf(&a), SignatureOf(&b)
 	if sa.Function != "parse_packet" || strings.Join(sa.Frames, ">") != "rx_task>main" {
@@ -31,7 +33,7 @@ func TestSignatureV2(t *testing.T) {
 	}
 	// A mismatched pairing leaves every frame low: nothing names the bucket.
 	c := base
-	c.Frames = []FrameJSON{exc, frame("parse_packet", "low")}
+	c.Frames = []report.FrameJSON{exc, frame("parse_packet", "low")}
 	if s := SignatureOf(&c); s.Function != "??" || len(s.Frames) != 0 {
 		t.Errorf("low frames named a bucket: %+v", s)
 	}

@@ -1,4 +1,4 @@
-package analysis
+package html
 
 import (
 	"bufio"
@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/crashdump/fault"
 	"github.com/faultline-dev/faultline/elfsym"
@@ -17,8 +18,8 @@ import (
 	"github.com/faultline-dev/faultline/verdict"
 )
 
-// HTMLOptions configure WriteHTML.
-type HTMLOptions struct {
+// Options configure Write.
+type Options struct {
 	// ELF is the firmware; its vector table's initial SP bounds the main
 	// stack in the stack picture. May be nil.
 	ELF *elfsym.File
@@ -37,14 +38,14 @@ type HTMLOptions struct {
 // maxSourceSize bounds the source files read for the report.
 const maxSourceSize = 8 << 20
 
-// WriteHTML writes a self-contained page for one crash: no external
+// Write writes a self-contained page for one crash: no external
 // resources, CSS and the stack picture (SVG) inline. It shows the fault
 // explained, the backtrace with the source around each line, the stack
 // (each frame's span, where each return address was saved, the exception
 // frames with their registers, FP area and alignment pad) and the
 // registers. d provides the memory for the stack picture (nil: no
 // picture).
-func WriteHTML(w io.Writer, r *Report, d *crashdump.Dump, opt HTMLOptions) error {
+func Write(w io.Writer, r *report.Report, d *crashdump.Dump, opt Options) error {
 	v := buildPage(r, d, opt)
 	return pageTemplate.Execute(w, v)
 }
@@ -59,23 +60,23 @@ type htmlPage struct {
 	CPU       string
 	Unwinder  string
 	Stop      string
-	Fault     FaultJSON
+	Fault     report.FaultJSON
 	FaultRegs []htmlReg
 	Frames    []htmlFrame
 	Stacks    []template.HTML
 	StackNote string
 	Regs      []htmlReg
 	Warnings  []string
-	RTOS      *RTOSJSON
+	RTOS      *report.RTOSJSON
 	Threads   []htmlThread
 	Logs      []logs.Log
 	Verdict   *verdict.Stack
-	Message   *MessageJSON
+	Message   *report.MessageJSON
 }
 
 // htmlThread is one row of the thread table and its backtrace.
 type htmlThread struct {
-	ThreadJSON
+	report.ThreadJSON
 	Prio    string
 	Usage   string // "used/size bytes (pct%)", or "?"
 	Pct     int    // bar width, 0..100
@@ -89,7 +90,7 @@ type htmlReg struct {
 }
 
 type htmlFrame struct {
-	FrameJSON
+	report.FrameJSON
 	Name     string
 	Loc      string
 	How      string
@@ -105,13 +106,13 @@ type htmlLine struct {
 	Hot  bool
 }
 
-func buildPage(r *Report, d *crashdump.Dump, opt HTMLOptions) *htmlPage {
+func buildPage(r *report.Report, d *crashdump.Dump, opt Options) *htmlPage {
 	v := &htmlPage{
-		Dump: r.Dump, ELF: r.ELF, CPU: orUnknown(r.CPU) + ", " + r.Profile.String(),
+		Dump: r.Dump, ELF: r.ELF, CPU: report.OrUnknown(r.CPU) + ", " + r.Profile.String(),
 		Unwinder: r.Unwinder, Stop: r.Stop, Fault: r.Fault, Warnings: r.Warnings,
 		Logs: r.Logs, Verdict: r.StackVerdict, Message: r.Message,
 	}
-	fi := FaultingFrame(r)
+	fi := report.FaultingFrame(r)
 	v.Exception = r.Fault.Exception
 	if v.Exception == "" {
 		v.Exception = "Crash"
@@ -119,8 +120,8 @@ func buildPage(r *Report, d *crashdump.Dump, opt HTMLOptions) *htmlPage {
 	v.Title = v.Exception
 	if fi >= 0 {
 		f := r.Frames[fi]
-		v.Function = frameName(f)
-		v.Where = fileLine(f)
+		v.Function = report.FrameName(f)
+		v.Where = report.FileLine(f)
 		v.Title += " in " + v.Function
 	}
 	v.Title += " — " + filepath.Base(r.Dump)
@@ -132,7 +133,7 @@ func buildPage(r *Report, d *crashdump.Dump, opt HTMLOptions) *htmlPage {
 	}{{"CFSR", r.SCB.CFSR}, {"HFSR", r.SCB.HFSR}, {"MMFAR", r.SCB.MMFAR}, {"BFAR", r.SCB.BFAR},
 		{"SFSR", r.SCB.SFSR}, {"SFAR", r.SCB.SFAR}, {"SHCSR", r.SCB.SHCSR}} {
 		if val, ok := fr.o.Get(); ok {
-			v.FaultRegs = append(v.FaultRegs, htmlReg{Name: fr.name, Value: Hex(val)})
+			v.FaultRegs = append(v.FaultRegs, htmlReg{Name: fr.name, Value: report.Hex(val)})
 		}
 	}
 
@@ -152,11 +153,11 @@ func buildPage(r *Report, d *crashdump.Dump, opt HTMLOptions) *htmlPage {
 			hf.Name = "frames missing (gap)"
 			hf.Class = "guess"
 		case unwinders.KindInlined.String():
-			hf.Name = frameName(f)
+			hf.Name = report.FrameName(f)
 			hf.Class = "inl"
 			hf.How = "inlined"
 		default:
-			hf.Name = frameName(f)
+			hf.Name = report.FrameName(f)
 			hf.How = f.Method + ", " + f.Confidence
 			if f.Kind == unwinders.KindGuessed.String() {
 				hf.How += ", guessed"
@@ -166,7 +167,7 @@ func buildPage(r *Report, d *crashdump.Dump, opt HTMLOptions) *htmlPage {
 		if f.Kind != unwinders.KindInlined.String() && f.Kind != unwinders.KindException.String() {
 			hf.How = f.Method + " · " + f.Confidence
 		}
-		hf.Loc = fileLine(f)
+		hf.Loc = report.FileLine(f)
 		if f.File != "" && f.Line > 0 {
 			if sf := src.get(f.File); sf != nil {
 				hf.SrcPath = sf.path
@@ -197,12 +198,12 @@ func buildPage(r *Report, d *crashdump.Dump, opt HTMLOptions) *htmlPage {
 	// RTOS threads: a table with stack-usage bars, then each backtrace.
 	v.RTOS = r.RTOS
 	for _, t := range r.Threads {
-		ht := htmlThread{ThreadJSON: t, Prio: prioText(t), Usage: stackUse(t.Raw.Stack), Over: t.Raw.Stack.Overflow}
+		ht := htmlThread{ThreadJSON: t, Prio: report.PriorityText(t), Usage: report.StackUse(t.Raw.Stack), Over: t.Raw.Stack.Overflow}
 		if st := t.Raw.Stack; st.UsedBytes() >= 0 {
 			ht.Pct = min(100, st.UsedBytes()*100/int(st.End-st.Start))
 		}
 		for _, f := range t.Frames {
-			hf := htmlFrame{FrameJSON: f, Name: frameName(f), Loc: fileLine(f), How: f.Method + " · " + f.Confidence}
+			hf := htmlFrame{FrameJSON: f, Name: report.FrameName(f), Loc: report.FileLine(f), How: f.Method + " · " + f.Confidence}
 			switch f.Kind {
 			case unwinders.KindException.String():
 				hf.Name, hf.Class, hf.How = "exception frame", "exc", f.Method
@@ -232,7 +233,7 @@ func buildPage(r *Report, d *crashdump.Dump, opt HTMLOptions) *htmlPage {
 			v.Regs = append(v.Regs, htmlReg{Name: reg.String(), Value: "unknown", Unknown: true})
 			continue
 		}
-		v.Regs = append(v.Regs, htmlReg{Name: reg.String(), Value: Hex(val), Note: regNote(reg, val)})
+		v.Regs = append(v.Regs, htmlReg{Name: reg.String(), Value: report.Hex(val), Note: regNote(reg, val)})
 	}
 	return v
 }
@@ -376,22 +377,22 @@ type IndexEntry struct {
 }
 
 // IndexEntryFor summarises a report for the index.
-func IndexEntryFor(r *Report, page string) IndexEntry {
+func IndexEntryFor(r *report.Report, page string) IndexEntry {
 	e := IndexEntry{Page: page, Dump: r.Dump, Exception: r.Fault.Exception}
 	var causes []string
 	for _, c := range r.Fault.Causes {
 		causes = append(causes, c.Bit)
 	}
 	e.Causes = strings.Join(causes, " ")
-	if fi := FaultingFrame(r); fi >= 0 {
-		e.Function = frameName(r.Frames[fi])
-		e.Location = fileLine(r.Frames[fi])
+	if fi := report.FaultingFrame(r); fi >= 0 {
+		e.Function = report.FrameName(r.Frames[fi])
+		e.Location = report.FileLine(r.Frames[fi])
 	}
 	return e
 }
 
-// WriteHTMLIndex writes the index page of a batch of pages.
-func WriteHTMLIndex(w io.Writer, entries []IndexEntry) error {
+// WriteIndex writes the index page of a batch of pages.
+func WriteIndex(w io.Writer, entries []IndexEntry) error {
 	return indexTemplate.Execute(w, entries)
 }
 

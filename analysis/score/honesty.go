@@ -1,8 +1,9 @@
-package analysis
+package score
 
 import (
 	"fmt"
 
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/unwinders"
 )
 
@@ -22,7 +23,7 @@ type Honesty struct {
 }
 
 // CheckHonesty re-runs the call-target check over the report's walk.
-func CheckHonesty(r *Report) Honesty {
+func CheckHonesty(r *report.Report) Honesty {
 	var h Honesty
 	if r.Target == nil {
 		return h

@@ -1,13 +1,15 @@
-package analysis
+package html_test
 
 import (
-	"bytes"
-	"encoding/json"
+	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/render/html"
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
+	"github.com/faultline-dev/faultline/elfsym"
 )
 
 // TestStackColumns checks the stack picture's model on a deep chain: every
@@ -16,12 +18,12 @@ import (
 // initial SP, and the exception frame is laid out r0..xPSR.
 func TestStackColumns(t *testing.T) {
 	elf, d := load(t, "gcc-m3-O2", "null_write_deep")
-	r, err := Analyze(elf, d, Options{MaxFrames: 64})
+	r, err := analysis.Analyze(elf, d, analysis.Options{MaxFrames: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
 	top := elf.Info().Vectors.InitialSP
-	cols := StackColumns(r, d.Memory, top)
+	cols := html.StackColumns(r, d.Memory, top)
 	if len(cols) != 1 || cols[0].Name != "MSP" {
 		t.Fatalf("columns %+v: want the main stack only", cols)
 	}
@@ -60,12 +62,12 @@ func TestStackColumns(t *testing.T) {
 // registers and the alignment pad.
 func TestStackColumnsFP(t *testing.T) {
 	elf, d := load(t, "clang-m4f-O0", "fpu_crash")
-	r, err := Analyze(elf, d, Options{MaxFrames: 64})
+	r, err := analysis.Analyze(elf, d, analysis.Options{MaxFrames: 64})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var exc *StackBlock
-	for _, c := range StackColumns(r, d.Memory, 0) {
+	var exc *html.StackBlock
+	for _, c := range html.StackColumns(r, d.Memory, 0) {
 		for i := range c.Blocks {
 			if c.Blocks[i].Kind == "exception" {
 				exc = &c.Blocks[i]
@@ -84,86 +86,12 @@ func TestStackColumnsFP(t *testing.T) {
 	}
 }
 
-func TestSignature(t *testing.T) {
-	elf, d := load(t, "gcc-m3-O2", "null_write_deep")
-	r, err := Analyze(elf, d, Options{MaxFrames: 64})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := SignatureOf(r)
-	want := "v2|HardFault|CFSR.DACCVIOL,HFSR.FORCED|null_store|deep5_mixed>deep4_huge_locals>deep3_callee_saved"
-	if s.Key() != want || len(s.ID()) != 12 {
-		t.Errorf("signature %q id %q, want %q", s.Key(), s.ID(), want)
-	}
-	z := NewSummarizer("fw.elf", "auto", "path")
-	z.Add(r)
-	z.Add(r)
-	z.AddError("bad.json", errString("bad.json: truncated"))
-	sum := z.Summary()
-	if sum.Dumps != 3 || sum.Decoded != 2 || len(sum.Buckets) != 1 || sum.Buckets[0].Count != 2 || sum.Undecodable.Count != 1 {
-		t.Errorf("summary %+v", sum)
-	}
-	b, err := json.Marshal(sum)
-	if err != nil || !bytes.Contains(b, []byte(`"schema":"faultline.summary/1"`)) {
-		t.Errorf("json %v %s", err, b)
-	}
-}
-
-type errString string
-
-func (e errString) Error() string { return string(e) }
-
-// TestAnalyzerConcurrent runs one Analyzer from many goroutines (run with
-// -race) and checks each report equals Analyze's.
-func TestAnalyzerConcurrent(t *testing.T) {
-	elf, _ := load(t, "gcc-m3-O2-unwind", "udf")
-	var dumps []*crashdump.Dump
-	for _, s := range []string{"null_write_deep", "irq_crash", "psp_thread", "udf", "div0", "null_fnptr"} {
-		_, d := load(t, "gcc-m3-O2-unwind", s)
-		dumps = append(dumps, d)
-	}
-	for _, strat := range []string{"auto", "cfi", "exidx", "framepointer", "prologue", "stackscan"} {
-		a, err := NewAnalyzer(elf, Options{Unwinder: strat, MaxFrames: 64})
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := make([]string, len(dumps))
-		for i, d := range dumps {
-			r, err := Analyze(elf, d, Options{Unwinder: strat, MaxFrames: 64})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var b strings.Builder
-			r.WriteText(&b)
-			want[i] = b.String()
-		}
-		var wg sync.WaitGroup
-		for range 4 {
-			for i, d := range dumps {
-				wg.Go(func() {
-					got, err := a.Analyze(d)
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					var b strings.Builder
-					got.WriteText(&b)
-					if b.String() != want[i] {
-						t.Errorf("%s %s: the shared Analyzer differs from Analyze", strat, d.Path)
-					}
-				})
-			}
-		}
-		wg.Wait()
-	}
-}
-
 // TestHTMLWarningsFirst: the warnings (the pairing verdict among them)
 // come before the fault and the backtrace, where a reader starts.
 func TestHTMLWarningsFirst(t *testing.T) {
-	r := &Report{Warnings: []string{"gcc-m3-O2.elf may not be the firmware that crashed: build IDs differ"}, Frames: []FrameJSON{}}
+	r := &report.Report{Warnings: []string{"gcc-m3-O2.elf may not be the firmware that crashed: build IDs differ"}, Frames: []report.FrameJSON{}}
 	var b strings.Builder
-	if err := WriteHTML(&b, r, nil, HTMLOptions{}); err != nil {
+	if err := html.Write(&b, r, nil, html.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	page := b.String()
@@ -171,4 +99,20 @@ func TestHTMLWarningsFirst(t *testing.T) {
 	if w < 0 || f < 0 || w > f {
 		t.Errorf("warnings at %d, the fault at %d: want the warnings first", w, f)
 	}
+}
+
+const repo = "../../.."
+
+func load(t testing.TB, build, scenario string) (*elfsym.File, *crashdump.Dump) {
+	t.Helper()
+	elf, err := elfsym.Open(filepath.Join(repo, "firmware-samples/build", build+".elf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { elf.Close() })
+	d, err := crashdump.Load(filepath.Join(repo, "fixtures/qemu", build+"-"+scenario+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return elf, d
 }

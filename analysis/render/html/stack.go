@@ -1,4 +1,4 @@
-package analysis
+package html
 
 import (
 	"encoding/binary"
@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/unwinders"
 )
 
@@ -26,7 +27,7 @@ type StackWord struct {
 
 // StackBlock is one frame's span on a stack: [Lo, Hi).
 type StackBlock struct {
-	Frame    int    // index in Report.Frames of the frame (the out-of-line entry)
+	Frame    int    // index in report.Report.Frames of the frame (the out-of-line entry)
 	Title    string // "#3 deep5_mixed"
 	Detail   string // "24 bytes", "32-byte exception frame"
 	Kind     string // "frame" or "exception"
@@ -76,7 +77,7 @@ func (m memWords) word(a uint32) (uint32, bool) {
 // StackColumns computes the stack picture of r from the dump's memory.
 // stackTop is the main stack's initial SP from the vector table (0 when
 // unknown): it bounds the outermost frame on the main stack.
-func StackColumns(r *Report, mem []unwinders.Region, stackTop uint32) []StackColumn {
+func StackColumns(r *report.Report, mem []unwinders.Region, stackTop uint32) []StackColumn {
 	wf := r.Walk.Frames
 	if len(wf) == 0 {
 		return nil
@@ -93,7 +94,7 @@ func StackColumns(r *Report, mem []unwinders.Region, stackTop uint32) []StackCol
 	if len(entry) != len(wf) {
 		return nil
 	}
-	faulting := FaultingFrame(r)
+	faulting := report.FaultingFrame(r)
 	faultingWalk := -1
 	for k, e := range entry {
 		if e >= faulting && faultingWalk < 0 {
@@ -135,17 +136,17 @@ func StackColumns(r *Report, mem []unwinders.Region, stackTop uint32) []StackCol
 			if k+1 < len(wf) {
 				for i := range b.Rows {
 					if b.Rows[i].Label == "return address (pc)" {
-						b.Rows[i].Label = "pc → " + frameName(r.Frames[entry[k+1]])
+						b.Rows[i].Label = "pc → " + report.FrameName(r.Frames[entry[k+1]])
 					}
 				}
 			}
 		} else {
 			b = frameBlock(wf, stackOf, k, m, stackTop)
-			b.Title = fmt.Sprintf("#%d %s", r.Frames[e].Index, frameName(r.Frames[e]))
+			b.Title = fmt.Sprintf("#%d %s", r.Frames[e].Index, report.FrameName(r.Frames[e]))
 			if k+1 < len(wf) && wf[k+1].Kind != unwinders.KindException {
 				for i := range b.Rows {
 					if b.Rows[i].Class == "lr" {
-						b.Rows[i].Label = "saved LR → " + frameName(r.Frames[entry[k+1]])
+						b.Rows[i].Label = "saved LR → " + report.FrameName(r.Frames[entry[k+1]])
 					}
 				}
 			}
@@ -196,7 +197,7 @@ func StackColumns(r *Report, mem []unwinders.Region, stackTop uint32) []StackCol
 	return out
 }
 
-func firstOfGroup(frames []FrameJSON, e int) int {
+func firstOfGroup(frames []report.FrameJSON, e int) int {
 	i := e
 	for i > 0 && frames[i-1].Kind == unwinders.KindInlined.String() {
 		i--

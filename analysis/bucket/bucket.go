@@ -1,15 +1,15 @@
-package analysis
+package bucket
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/unwinders"
 )
 
@@ -58,7 +58,7 @@ type Signature struct {
 
 // SignatureOf computes the signature of a report (version 2, see
 // SignatureVersion).
-func SignatureOf(r *Report) Signature {
+func SignatureOf(r *report.Report) Signature {
 	s := Signature{Exception: r.Fault.Exception, Causes: []string{}, Frames: []string{}}
 	for _, t := range r.Threads {
 		if t.Current {
@@ -71,7 +71,7 @@ func SignatureOf(r *Report) Signature {
 		}
 		s.Causes = append(s.Causes, c.Register+"."+c.Bit)
 	}
-	start := FaultingFrame(r)
+	start := report.FaultingFrame(r)
 	s.Function = "??"
 	if start < 0 {
 		return s
@@ -102,7 +102,7 @@ func SignatureOf(r *Report) Signature {
 
 // trusted reports whether a frame is sure enough to name a bucket: high
 // or medium confidence.
-func trusted(f FrameJSON) bool { return f.Confidence == "high" || f.Confidence == "medium" }
+func trusted(f report.FrameJSON) bool { return f.Confidence == "high" || f.Confidence == "medium" }
 
 // IsWrapperFrame reports whether a function is machinery around a crash
 // rather than its cause: fault handler trampolines, abort and the assert
@@ -141,22 +141,7 @@ func IsWrapperFrame(name string) bool {
 	return false
 }
 
-// FaultingFrame returns the index in r.Frames of the faulting frame: the
-// first entry after the first exception pseudo-frame, or 0 when there is
-// none; -1 when the report has no frames.
-func FaultingFrame(r *Report) int {
-	for i, f := range r.Frames {
-		if f.Kind == unwinders.KindException.String() && i+1 < len(r.Frames) {
-			return i + 1
-		}
-	}
-	if len(r.Frames) == 0 {
-		return -1
-	}
-	return 0
-}
-
-func signatureName(f FrameJSON) string {
+func signatureName(f report.FrameJSON) string {
 	switch {
 	case f.Kind == unwinders.KindException.String():
 		return "<exception>"
@@ -204,7 +189,7 @@ type Bucket struct {
 	// several builds is the same crash in several firmware versions.
 	BuildIDs []string `json:"build_ids,omitempty"`
 	// Example is the full analysis of First.
-	Example *Report `json:"example"`
+	Example *report.Report `json:"example"`
 }
 
 // DumpError is a dump that could not be decoded.
@@ -256,7 +241,7 @@ func NewSummarizer(elf, unwinder, order string) *Summarizer {
 }
 
 // Add puts a decoded crash into its bucket.
-func (z *Summarizer) Add(r *Report) {
+func (z *Summarizer) Add(r *report.Report) {
 	z.s.Dumps++
 	z.s.Decoded++
 	sig := SignatureOf(r)
@@ -295,68 +280,4 @@ func (z *Summarizer) Summary() *Summary {
 	s.Buckets = append([]*Bucket(nil), z.s.Buckets...)
 	sort.SliceStable(s.Buckets, func(i, j int) bool { return s.Buckets[i].Count > s.Buckets[j].Count })
 	return &s
-}
-
-// WriteText prints the summary for a reader: one block per bucket with
-// the example's backtrace from the faulting frame, then the undecodable
-// dumps and their errors.
-func (s *Summary) WriteText(w io.Writer) error {
-	var b strings.Builder
-	plural := func(n int, one string) string {
-		if n == 1 {
-			return fmt.Sprintf("%d %s", n, one)
-		}
-		return fmt.Sprintf("%d %ss", n, one)
-	}
-	fmt.Fprintf(&b, "Summary of %s", plural(s.Dumps, "dump"))
-	if s.ELF != "" {
-		fmt.Fprintf(&b, " with %s", s.ELF)
-	}
-	fmt.Fprintf(&b, " (unwinder %s): %s decoded in %s, %d undecodable\n",
-		s.Unwinder, plural(s.Decoded, "dump"), plural(len(s.Buckets), "bucket"), s.Undecodable.Count)
-	fmt.Fprintf(&b, "First and last are in %s order; bucket signatures version %d.\n", s.Order, s.SignatureVersion)
-	for i, bk := range s.Buckets {
-		sig := bk.Signature
-		fmt.Fprintf(&b, "\n#%d  %s  %s in %s", i+1, plural(bk.Count, "dump"), sig.Exception, sig.Function)
-		if sig.Thread != "" {
-			fmt.Fprintf(&b, " (thread %s)", sig.Thread)
-		}
-		if len(sig.Causes) > 0 {
-			fmt.Fprintf(&b, "  (%s)", strings.Join(sig.Causes, ", "))
-		}
-		fmt.Fprintf(&b, "\n    bucket   %s\n", bk.ID)
-		fmt.Fprintf(&b, "    first    %s\n", bk.First)
-		fmt.Fprintf(&b, "    last     %s\n", bk.Last)
-		if len(bk.BuildIDs) > 1 {
-			fmt.Fprintf(&b, "    builds   %s\n", strings.Join(bk.BuildIDs, ", "))
-		}
-		if r := bk.Example; r != nil {
-			fmt.Fprintf(&b, "    example  %s\n", r.Dump)
-			if r.Fault.Address != "" {
-				fmt.Fprintf(&b, "             faulting address %s\n", r.Fault.Address)
-			}
-			start := max(FaultingFrame(r), 0)
-			shown := 0
-			for _, f := range r.Frames[start:] {
-				if shown == SignatureFrames+3 {
-					fmt.Fprintf(&b, "             ... %s\n", plural(len(r.Frames)-start-shown, "more frame"))
-					break
-				}
-				if f.Kind == unwinders.KindException.String() {
-					fmt.Fprintf(&b, "             #%-2d <exception>\n", f.Index)
-				} else {
-					fmt.Fprintf(&b, "             #%-2d %-32s %s\n", f.Index, frameName(f), fileLine(f))
-				}
-				shown++
-			}
-		}
-	}
-	if s.Undecodable.Count > 0 {
-		fmt.Fprintf(&b, "\nUndecodable: %s\n", plural(s.Undecodable.Count, "dump"))
-		for _, e := range s.Undecodable.Errors {
-			fmt.Fprintf(&b, "    %s\n", e.Error)
-		}
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }

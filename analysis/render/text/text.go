@@ -1,23 +1,22 @@
-package analysis
+package text
 
 import (
 	"fmt"
 	"io"
-	"path"
 	"strings"
 
-	"github.com/faultline-dev/faultline/rtos"
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/unwinders"
 )
 
-// WriteText prints the human-readable report.
-func (r *Report) WriteText(w io.Writer) error {
+// Write prints the human-readable report of r.
+func Write(w io.Writer, r *report.Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Crash dump %s", r.Dump)
 	if r.ELF != "" {
 		fmt.Fprintf(&b, " with %s", r.ELF)
 	}
-	fmt.Fprintf(&b, " (%s, %v)\n", orUnknown(r.CPU), r.Profile)
+	fmt.Fprintf(&b, " (%s, %v)\n", report.OrUnknown(r.CPU), r.Profile)
 	if p := r.Pairing; p != nil {
 		fmt.Fprintf(&b, "Pairing: %s", p.Verdict)
 		if r.ELFInfo != nil && r.ELFInfo.BuildID != "" {
@@ -72,34 +71,8 @@ func (r *Report) WriteText(w io.Writer) error {
 	return err
 }
 
-// frameName renders "function+0xoff", "?? (in the gap after sym+0x10)" or
-// "??".
-func frameName(f FrameJSON) string {
-	off := ""
-	if f.Offset != nil && f.Kind != unwinders.KindInlined.String() {
-		off = fmt.Sprintf("+0x%x", *f.Offset)
-	}
-	switch {
-	case f.Gap:
-		return fmt.Sprintf("?? (in the gap after %s%s)", f.Symbol, off)
-	case f.Function != "" && f.Kind == unwinders.KindInlined.String():
-		return f.Function + " (inlined)"
-	case f.Function != "":
-		if f.Symbol != "" && f.Symbol != f.Function {
-			return f.Function + off
-		}
-		return f.Function + off
-	case f.Symbol != "":
-		return f.Symbol + off
-	}
-	return "??"
-}
-
-// ArgsLine is the frame's arguments as the text report shows them, "" if none.
-func (f FrameJSON) ArgsLine() string { return strings.TrimPrefix(argsText(f.Args), " ") }
-
 // writeLogs prints the logs found in RAM, each line prefixed by "| ".
-func writeLogs(b *strings.Builder, r *Report) {
+func writeLogs(b *strings.Builder, r *report.Report) {
 	if len(r.Logs) == 0 {
 		return
 	}
@@ -124,63 +97,6 @@ func writeLogs(b *strings.Builder, r *Report) {
 			fmt.Fprintf(b, "    | %s\n", line)
 		}
 	}
-}
-
-// argsText is " (a=1, p=0x20000010 <buf>)": GDB's frame line, where a
-// struct or array shows as "..." and a long value is cut.
-func argsText(args []VarJSON) string {
-	if len(args) == 0 {
-		return ""
-	}
-	var b strings.Builder
-	b.WriteString(" (")
-	for i, v := range args {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		if strings.HasPrefix(v.Value, "{") {
-			v.Value = "..."
-		} else if len(v.Value) > 48 {
-			v.Value = v.Value[:45] + "..."
-		}
-		b.WriteString(v.Text())
-	}
-	b.WriteString(")")
-	return b.String()
-}
-
-func fileLine(f FrameJSON) string {
-	if f.File == "" {
-		return ""
-	}
-	file := DisplayPath(f.File)
-	if f.Line == 0 {
-		return file
-	}
-	return fmt.Sprintf("%s:%d", file, f.Line)
-}
-
-// DisplayPath is a source path as the text and HTML reports print it:
-// lexically cleaned ("././src/a.c" -> "./src/a.c", "/x/build/../../newlib/m.c"
-// -> "/newlib/m.c"), keeping a leading "./" that the debug information
-// gave, since it says the path is relative to the build directory. JSON
-// keeps the path exactly as the debug information has it.
-func DisplayPath(p string) string {
-	if p == "" {
-		return p
-	}
-	c := path.Clean(strings.ReplaceAll(p, "\\", "/"))
-	if strings.HasPrefix(p, "./") && !strings.HasPrefix(c, "../") && !strings.HasPrefix(c, "/") && c != "." {
-		c = "./" + c
-	}
-	return c
-}
-
-func orUnknown(s string) string {
-	if s == "" {
-		return "CPU unknown"
-	}
-	return s
 }
 
 func writeRegs(b *strings.Builder, r *unwinders.Registers) {
@@ -218,12 +134,12 @@ func writeRegs(b *strings.Builder, r *unwinders.Registers) {
 }
 
 // writeFrames prints a backtrace, each line indented by indent.
-func writeFrames(b *strings.Builder, frames []FrameJSON, indent string) {
+func writeFrames(b *strings.Builder, frames []report.FrameJSON, indent string) {
 	width, lwidth := 0, 0
 	for _, f := range frames {
 		if f.Kind != unwinders.KindException.String() && f.Kind != unwinders.KindGap.String() {
-			width = max(width, len(frameName(f)))
-			lwidth = max(lwidth, len(fileLine(f)))
+			width = max(width, len(report.FrameName(f)))
+			lwidth = max(lwidth, len(report.FileLine(f)))
 		}
 	}
 	width = min(width, 48)
@@ -237,7 +153,7 @@ func writeFrames(b *strings.Builder, frames []FrameJSON, indent string) {
 			fmt.Fprintf(b, "%s#%-2d <gap> frames are missing here  [%s, %s]\n%s    note: %s\n", indent, f.Index, f.Method, f.Confidence, indent, f.Note)
 			continue
 		}
-		loc := fileLine(f)
+		loc := report.FileLine(f)
 		pc := f.PC
 		if f.Kind == unwinders.KindInlined.String() {
 			pc = strings.Repeat(" ", len(pc))
@@ -248,7 +164,7 @@ func writeFrames(b *strings.Builder, frames []FrameJSON, indent string) {
 		} else if f.Kind == unwinders.KindGuessed.String() {
 			how = fmt.Sprintf("[%s, %s, guessed]", f.Method, f.Confidence)
 		}
-		fmt.Fprintf(b, "%s#%-2d %s  %-*s  %-*s  %s\n", indent, f.Index, pc, width, frameName(f)+argsText(f.Args), lwidth, loc, how)
+		fmt.Fprintf(b, "%s#%-2d %s  %-*s  %-*s  %s\n", indent, f.Index, pc, width, report.FrameName(f)+report.ArgsText(f.Args), lwidth, loc, how)
 		if f.Note != "" {
 			fmt.Fprintf(b, "%s    note: %s\n", indent, f.Note)
 		}
@@ -260,7 +176,7 @@ func writeFrames(b *strings.Builder, frames []FrameJSON, indent string) {
 
 // writeThreads prints the RTOS threads: a table, then each thread's
 // backtrace, the crashing one first (its backtrace is the one above).
-func writeThreads(b *strings.Builder, r *Report) {
+func writeThreads(b *strings.Builder, r *report.Report) {
 	if r.RTOS == nil {
 		return
 	}
@@ -275,10 +191,10 @@ func writeThreads(b *strings.Builder, r *Report) {
 		if t.Current {
 			mark = "*"
 		}
-		fmt.Fprintf(b, "  %s  %-*s  %-9s  %-10s  %-22s  %s\n", mark, nw, t.Name, t.State, prioText(t), stackUse(t.Raw.Stack), t.WaitingOn)
+		fmt.Fprintf(b, "  %s  %-*s  %-9s  %-10s  %-22s  %s\n", mark, nw, t.Name, t.State, report.PriorityText(t), report.StackUse(t.Raw.Stack), t.WaitingOn)
 	}
 	for i, t := range r.Threads {
-		fmt.Fprintf(b, "\nThread %d: %s (%s, priority %s), id %s\n", i+1, t.Name, t.State, prioText(t), t.ID)
+		fmt.Fprintf(b, "\nThread %d: %s (%s, priority %s), id %s\n", i+1, t.Name, t.State, report.PriorityText(t), t.ID)
 		st := t.Raw.Stack
 		if st.Start != 0 {
 			end := "?"
@@ -307,35 +223,10 @@ func writeThreads(b *strings.Builder, r *Report) {
 	}
 }
 
-func prioText(t ThreadJSON) string {
-	if t.Priority == nil {
-		return "?"
-	}
-	if t.BasePriority != nil {
-		return fmt.Sprintf("%d (base %d)", *t.Priority, *t.BasePriority)
-	}
-	return fmt.Sprint(*t.Priority)
-}
-
-// stackUse renders "used/size bytes (pct%)" from rtos.Stack.UsedBytes: an
-// overflow counts past the size (over 100%).
-func stackUse(s rtos.Stack) string {
-	used := s.UsedBytes()
-	if used < 0 {
-		return "?"
-	}
-	size := int(s.End - s.Start)
-	out := fmt.Sprintf("%d/%d (%d%%)", used, size, used*100/size)
-	if s.Overflow {
-		out += " OVERFLOW"
-	}
-	return out
-}
-
 // writeVerdict prints the stack verdict: "Stack overflow: main (evidence:
 // MSTKERR, SP below stack start)" and why, or a lockup with no overflow
 // shown.
-func writeVerdict(b *strings.Builder, r *Report) {
+func writeVerdict(b *strings.Builder, r *report.Report) {
 	v := r.StackVerdict
 	if v == nil {
 		return
@@ -347,5 +238,82 @@ func writeVerdict(b *strings.Builder, r *Report) {
 	}
 	for _, d := range v.Details {
 		fmt.Fprintf(b, "  %s\n", d)
+	}
+}
+
+// writeHeap prints the heap walks.
+func writeHeap(b *strings.Builder, r *report.Report) {
+	for _, w := range r.Heap {
+		fmt.Fprintf(b, "\nHeap (%s)", w.Allocator)
+		if w.End > w.Start {
+			fmt.Fprintf(b, " 0x%08x-0x%08x", w.Start, w.End)
+		}
+		b.WriteString("\n")
+		fmt.Fprintf(b, "  used %d bytes in %d blocks, free %d bytes in %d blocks, largest free block %d bytes, fragmentation %.0f%%\n",
+			w.UsedBytes, w.UsedBlocks, w.FreeBytes, w.FreeBlocks, w.LargestFree, 100*w.Fragmentation)
+		if w.Corrupt != "" {
+			fmt.Fprintf(b, "  CORRUPT: %s\n", w.Corrupt)
+		}
+		if w.Unreadable != "" {
+			fmt.Fprintf(b, "  incomplete: %s\n", w.Unreadable)
+		}
+		for _, n := range w.Notes {
+			fmt.Fprintf(b, "  note: %s\n", n)
+		}
+	}
+}
+
+// maxTextSites bounds the sites the text report lists one by one.
+const maxTextSites = 20
+
+// writeAllocations prints the recorder's table: the sites, most bytes
+// first (the first maxTextSites), each with the return addresses of its
+// largest block.
+func writeAllocations(b *strings.Builder, r *report.Report) {
+	a := r.Allocations
+	if a == nil {
+		return
+	}
+	fmt.Fprintf(b, "\nAllocations recorded on the device (%s at %s)\n", a.Symbol, a.Address)
+	if a.Error != "" {
+		fmt.Fprintf(b, "  unusable: %s\n", a.Error)
+		return
+	}
+	fmt.Fprintf(b, "  %d live blocks, %d bytes; table version %d (layout from %s), %d of %d entries, %d dropped, %d unknown frees, return addresses: LR exact",
+		a.LiveBlocks, a.LiveBytes, a.Version, a.Layout, a.Count, a.Capacity, a.Dropped, a.UnknownFrees)
+	if a.StackScan {
+		b.WriteString(", callers above it from a stack scan (may be stale)")
+	}
+	b.WriteString("\n")
+	for i, s := range a.Sites {
+		if i == maxTextSites {
+			var bytes uint64
+			blocks := 0
+			for _, r := range a.Sites[i:] {
+				bytes += r.Bytes
+				blocks += r.Blocks
+			}
+			fmt.Fprintf(b, "  and %d more sites: %d bytes in %d blocks (the JSON lists every site)\n", len(a.Sites)-i, bytes, blocks)
+			break
+		}
+		where := "??"
+		if s.Function != "" {
+			where = s.Function
+		}
+		if s.File != "" {
+			where += fmt.Sprintf(" (%s:%d)", report.DisplayPath(s.File), s.Line)
+		}
+		plural := "s"
+		if s.Blocks == 1 {
+			plural = ""
+		}
+		fmt.Fprintf(b, "  %d bytes in %d block%s allocated in %s\n", s.Bytes, s.Blocks, plural, where)
+		writeFrames(b, s.Stack, "      ")
+	}
+	for _, p := range a.Problems {
+		fmt.Fprintf(b, "  problem: %s\n", p)
+	}
+	for _, n := range a.Notes {
+		fmt.Fprintf(b, "  note: %s\n", n)
 	}
 }

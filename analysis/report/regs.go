@@ -1,4 +1,4 @@
-package analysis
+package report
 
 import (
 	"strings"
@@ -24,7 +24,7 @@ type ELFJSON struct {
 // holding only known values.
 type HexRegs struct {
 	names  []string        // the names; nil when regs names the values
-	regs   []unwinders.Reg // registersJSON's: named by their lower-case names
+	regs   []unwinders.Reg // RegistersJSON's: named by their lower-case names
 	values []uint32
 }
 
@@ -70,9 +70,9 @@ func (h *HexRegs) AppendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
-// registersJSON lists the dump's known registers, core and special ones
+// RegistersJSON lists the dump's known registers, core and special ones
 // first, then the FP registers.
-func registersJSON(r *unwinders.Registers) *HexRegs {
+func RegistersJSON(r *unwinders.Registers) *HexRegs {
 	// Registers, not their names: one byte each where a name is sixteen.
 	n := 0
 	r.Each(func(unwinders.Reg, uint32) { n++ })
@@ -87,8 +87,8 @@ func registersJSON(r *unwinders.Registers) *HexRegs {
 	return h
 }
 
-// faultRegistersJSON lists the known SCB fault registers.
-func faultRegistersJSON(s fault.SCB) *HexRegs {
+// FaultRegistersJSON lists the known SCB fault registers.
+func FaultRegistersJSON(s fault.SCB) *HexRegs {
 	h := new(HexRegs)
 	s.Each(func(name string, v uint32) { h.add(strings.ToLower(name), v) })
 	if h.Len() == 0 {
