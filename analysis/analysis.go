@@ -1,7 +1,11 @@
-// Package analysis turns a crash dump and the firmware ELF into a report:
-// the fault explained, the registers, and the backtrace walked by the chosen
-// strategy and symbolized with inlined frames. It is shared by the analyze,
-// compare and (later) matrix and regress commands.
+// Package analysis is faultline's engine: it turns a crash dump and the
+// firmware ELF into a report.Report: the fault explained, the registers,
+// the backtrace walked by the chosen strategy and symbolized with inlined
+// frames, the RTOS threads, the pairing of dump and ELF, variables, logs,
+// heaps. Analyze decodes one dump; an Analyzer decodes many dumps of one
+// ELF, sharing its tables. The report is printed by the packages under
+// analysis/render, bucketed by analysis/bucket and scored by
+// analysis/score; see docs/library.md.
 package analysis
 
 import (

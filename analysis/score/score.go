@@ -1,3 +1,9 @@
+// Package score measures a report against an independent truth (the
+// call stack GDB or the emulator saw, stored in a QEMU oracle dump): the
+// frame-list score of the crash backtrace, the per-thread scores of an
+// RTOS dump, and the honesty re-check of a walk's confidence claims.
+// Tests, the matrix and regress use it as their oracle; it reads
+// analysis/report only.
 package score
 
 import (

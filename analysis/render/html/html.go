@@ -1,3 +1,5 @@
+// Package html renders a report as a self-contained HTML page (and the
+// index page of a batch), with the stack drawn from the dump's memory.
 package html
 
 import (

@@ -1,3 +1,5 @@
+// Package text renders a report, or a summary of many, as the
+// human-readable text faultline prints by default.
 package text
 
 import (
