@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/faultline-dev/faultline/analysis/bucket"
-	"github.com/faultline-dev/faultline/analysis/render/text"
+	"github.com/faultline-dev/faultline/analysis/render/textout"
 	"github.com/faultline-dev/faultline/crashdump"
 )
 
@@ -62,7 +62,7 @@ func TestAnalyzerConcurrent(t *testing.T) {
 				t.Fatal(err)
 			}
 			var b strings.Builder
-			text.Write(&b, r)
+			textout.Write(&b, r)
 			want[i] = b.String()
 		}
 		var wg sync.WaitGroup
@@ -75,7 +75,7 @@ func TestAnalyzerConcurrent(t *testing.T) {
 						return
 					}
 					var b strings.Builder
-					text.Write(&b, got)
+					textout.Write(&b, got)
 					if b.String() != want[i] {
 						t.Errorf("%s %s: the shared Analyzer differs from Analyze", strat, d.Path)
 					}

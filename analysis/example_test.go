@@ -7,7 +7,7 @@ import (
 
 	"github.com/faultline-dev/faultline/analysis"
 	"github.com/faultline-dev/faultline/analysis/bucket"
-	"github.com/faultline-dev/faultline/analysis/render/text"
+	"github.com/faultline-dev/faultline/analysis/render/textout"
 	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/analysis/score"
 	"github.com/faultline-dev/faultline/crashdump"
@@ -48,7 +48,7 @@ func Example() {
 
 	// A rendering: the first line of the text report.
 	var b strings.Builder
-	if err := text.Write(&b, r); err != nil {
+	if err := textout.Write(&b, r); err != nil {
 		log.Fatal(err)
 	}
 	first, _, _ := strings.Cut(b.String(), "\n")

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/faultline-dev/faultline/analysis/render/text"
+	"github.com/faultline-dev/faultline/analysis/render/textout"
 	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
@@ -95,7 +95,7 @@ func FuzzRecorderHeap(f *testing.F) {
 		}
 		var b strings.Builder
 		r.Allocations = a
-		if err := text.Write(&b, r); err != nil {
+		if err := textout.Write(&b, r); err != nil {
 			t.Fatal(err)
 		}
 	})

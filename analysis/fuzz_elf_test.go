@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/faultline-dev/faultline/analysis/render/html"
+	"github.com/faultline-dev/faultline/analysis/render/htmlout"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/internal/mutate"
@@ -71,7 +71,7 @@ func FuzzELF(f *testing.F) {
 				t.Fatalf("%s: stop %q, %d frames", s.Name, r.Stop, len(r.Walk.Frames))
 			}
 			if s.Name == "auto" {
-				if err := html.Write(io.Discard, r, d, html.Options{ELF: elf}); err != nil {
+				if err := htmlout.Write(io.Discard, r, d, htmlout.Options{ELF: elf}); err != nil {
 					t.Fatalf("WriteHTML: %v", err)
 				}
 			}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/faultline-dev/faultline/analysis/render/text"
+	"github.com/faultline-dev/faultline/analysis/render/textout"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/unwinders"
 )
@@ -55,7 +55,7 @@ func TestZephyrFatalReasonMessage(t *testing.T) {
 			t.Errorf("%s: the firmware's log does not say %q", base, w)
 		}
 		var b strings.Builder
-		if err := text.Write(&b, r); err != nil {
+		if err := textout.Write(&b, r); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(b.String(), "\nMessage: "+want+" (read from the Zephyr coredump reason)\n") {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/faultline-dev/faultline/analysis/render/text"
+	"github.com/faultline-dev/faultline/analysis/render/textout"
 	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
@@ -63,7 +63,7 @@ func TestAnalyzeScratchSameReport(t *testing.T) {
 			t.Fatal(err)
 		}
 		var txt bytes.Buffer
-		if err := text.Write(&txt, r); err != nil {
+		if err := textout.Write(&txt, r); err != nil {
 			t.Fatal(err)
 		}
 		return string(j), txt.String()

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/faultline-dev/faultline/analysis/bucket"
-	"github.com/faultline-dev/faultline/analysis/render/html"
-	"github.com/faultline-dev/faultline/analysis/render/text"
+	"github.com/faultline-dev/faultline/analysis/render/htmlout"
+	"github.com/faultline-dev/faultline/analysis/render/textout"
 	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/analysis/score"
 	"github.com/faultline-dev/faultline/crashdump"
@@ -242,7 +242,7 @@ func TestRTOSThreadsRendered(t *testing.T) {
 		t.Fatal(err)
 	}
 	var h strings.Builder
-	if err := html.Write(&h, r, d, html.Options{}); err != nil {
+	if err := htmlout.Write(&h, r, d, htmlout.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	page := h.String()
@@ -253,7 +253,7 @@ func TestRTOSThreadsRendered(t *testing.T) {
 		t.Errorf("HTML lacks the overflow bar or a task's backtrace")
 	}
 	var txt strings.Builder
-	if err := text.Write(&txt, r); err != nil {
+	if err := textout.Write(&txt, r); err != nil {
 		t.Fatal(err)
 	}
 	out := txt.String()

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/faultline-dev/faultline/analysis/render/html"
-	"github.com/faultline-dev/faultline/analysis/render/text"
+	"github.com/faultline-dev/faultline/analysis/render/htmlout"
+	"github.com/faultline-dev/faultline/analysis/render/textout"
 	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
@@ -104,7 +104,7 @@ func TestStackVerdictFreeRTOSTask(t *testing.T) {
 			continue
 		}
 		var b strings.Builder
-		if err := text.Write(&b, r); err != nil {
+		if err := textout.Write(&b, r); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(b.String(), "\nStack overflow: deep (evidence: SP below stack start)\n  task deep's stack overflowed: its saved SP 0x") {
@@ -115,7 +115,7 @@ func TestStackVerdictFreeRTOSTask(t *testing.T) {
 			t.Fatal(err)
 		}
 		var h strings.Builder
-		if err := html.Write(&h, r, d, html.Options{}); err != nil {
+		if err := htmlout.Write(&h, r, d, htmlout.Options{}); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(h.String(), `<p class="verdict"><span class="badge">stack overflow</span> <b>deep</b> · evidence: SP below stack start</p>`) {

@@ -1,7 +1,7 @@
 // Package bucket groups crashes: the signature of a report (the fault and
 // the trusted frames around the faulting one) and the summary of many
 // reports by signature (faultline.summary/1). It reads analysis/report
-// only; render/text prints a summary.
+// only; render/textout prints a summary.
 package bucket
 
 import (

@@ -9,7 +9,7 @@ import (
 	"slices"
 
 	"github.com/faultline-dev/faultline/analysis"
-	"github.com/faultline-dev/faultline/analysis/render/html"
+	"github.com/faultline-dev/faultline/analysis/render/htmlout"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/fleet/store"
@@ -70,7 +70,7 @@ func elfLabel(ctx context.Context, syms SymbolLookup, d store.Dump) string {
 // FileReporter returns a Reporter that renders a decoded dump's report
 // as `faultline analyze --format html` does: it reads the dump's bytes
 // and the ELF it was decoded with from the uploaded files, decodes the dump again
-// with opt and writes html.Write's page (no source lines: the
+// with opt and writes htmlout.Write's page (no source lines: the
 // server has no sources). Decoding is what `analyze` does per dump, a
 // few milliseconds on the sample firmware; the page is not cached.
 // syms names the ELF as the worker did (its upload name, else its build
@@ -105,6 +105,6 @@ func FileReporter(files Files, syms SymbolLookup, opt analysis.Options) Reporter
 		if err != nil {
 			return err
 		}
-		return html.Write(w, rep, dump, html.Options{ELF: elf})
+		return htmlout.Write(w, rep, dump, htmlout.Options{ELF: elf})
 	}
 }

@@ -43,7 +43,7 @@ type Source interface {
 }
 
 // A Reporter writes the self-contained HTML report of a decoded dump
-// (the page of analysis.WriteHTML) to w.
+// (the page of htmlout.Write) to w.
 type Reporter func(ctx context.Context, d store.Dump, w io.Writer) error
 
 // Options configure the pages.

@@ -17,7 +17,7 @@ import (
 
 	"github.com/faultline-dev/faultline/analysis"
 	"github.com/faultline-dev/faultline/analysis/bucket"
-	"github.com/faultline-dev/faultline/analysis/render/text"
+	"github.com/faultline-dev/faultline/analysis/render/textout"
 	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
@@ -400,7 +400,7 @@ func runAnalyze(cmd *cobra.Command, c *commonFlags, raw *rawFlags, bf *batchFlag
 			if err := enc.Encode(s); err != nil {
 				return err
 			}
-		} else if err := text.WriteSummary(out, s); err != nil {
+		} else if err := textout.WriteSummary(out, s); err != nil {
 			return err
 		}
 	case w != nil:

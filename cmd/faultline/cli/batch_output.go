@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/faultline-dev/faultline/analysis/render/html"
-	"github.com/faultline-dev/faultline/analysis/render/text"
+	"github.com/faultline-dev/faultline/analysis/render/htmlout"
+	"github.com/faultline-dev/faultline/analysis/render/textout"
 	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/internal/outfile"
 )
@@ -27,16 +27,16 @@ type reportWriter struct {
 	// html
 	dir     string
 	elfPath string
-	html    html.Options
+	html    htmlout.Options
 	pages   []string // page file name per job
-	index   []html.IndexEntry
+	index   []htmlout.IndexEntry
 	nextJob int
 }
 
 func newReportWriter(w io.Writer, format string, multi bool, bf *batchFlags, elf *elfsym.File, elfPath string) *reportWriter {
 	rw := &reportWriter{w: w, format: format, multi: multi, dir: bf.output, elfPath: elfPath}
 	if format == "html" {
-		rw.html = html.Options{ELF: elf, SourceDirs: sourceDirs(bf.sourceDir, elfPath)}
+		rw.html = htmlout.Options{ELF: elf, SourceDirs: sourceDirs(bf.sourceDir, elfPath)}
 		if v := elf.Info().Vectors; v != nil {
 			rw.html.StackTop = v.InitialSP
 		}
@@ -113,7 +113,7 @@ func pageName(dump string, used map[string]bool) string {
 // failed records a dump that could not be decoded.
 func (rw *reportWriter) failed(r batchResult) {
 	if rw.format == "html" && rw.dir != "" {
-		rw.index = append(rw.index, html.IndexEntry{Dump: r.job.name, Error: r.err.Error()})
+		rw.index = append(rw.index, htmlout.IndexEntry{Dump: r.job.name, Error: r.err.Error()})
 	}
 	rw.nextJob++
 }
@@ -152,17 +152,17 @@ func (rw *reportWriter) report(r batchResult) error {
 		return err
 	case "html":
 		if rw.dir == "" {
-			return html.Write(rw.w, rep, r.dump, rw.html)
+			return htmlout.Write(rw.w, rep, r.dump, rw.html)
 		}
 		var buf bytes.Buffer
-		if err := html.Write(&buf, rep, r.dump, rw.html); err != nil {
+		if err := htmlout.Write(&buf, rep, r.dump, rw.html); err != nil {
 			return err
 		}
 		page := rw.pages[rw.nextJob]
 		if err := outfile.WriteFile(filepath.Join(rw.dir, page), buf.Bytes()); err != nil {
 			return err
 		}
-		rw.index = append(rw.index, html.IndexEntryFor(rep, page))
+		rw.index = append(rw.index, htmlout.IndexEntryFor(rep, page))
 		return nil
 	default:
 		if !first {
@@ -170,7 +170,7 @@ func (rw *reportWriter) report(r batchResult) error {
 				return err
 			}
 		}
-		return text.Write(rw.w, rep)
+		return textout.Write(rw.w, rep)
 	}
 }
 
@@ -185,7 +185,7 @@ func (rw *reportWriter) end() error {
 		return err
 	case rw.format == "html" && rw.dir != "":
 		var buf bytes.Buffer
-		if err := html.WriteIndex(&buf, rw.index); err != nil {
+		if err := htmlout.WriteIndex(&buf, rw.index); err != nil {
 			return err
 		}
 		return outfile.WriteFile(filepath.Join(rw.dir, "index.html"), buf.Bytes())

@@ -14,7 +14,7 @@ import (
 
 	"github.com/faultline-dev/faultline/analysis"
 	"github.com/faultline-dev/faultline/analysis/bucket"
-	"github.com/faultline-dev/faultline/analysis/render/text"
+	"github.com/faultline-dev/faultline/analysis/render/textout"
 	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
@@ -184,7 +184,7 @@ func TestBatchKeepsSeveralDumpOutput(t *testing.T) {
 		if i > 0 {
 			txt.WriteString("\n")
 		}
-		text.Write(&txt, r)
+		textout.Write(&txt, r)
 	}
 	var want bytes.Buffer
 	enc := json.NewEncoder(&want)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/faultline-dev/faultline/analysis/render/html"
+	"github.com/faultline-dev/faultline/analysis/render/htmlout"
 	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/emu"
 	"github.com/faultline-dev/faultline/emu/heap"
@@ -387,7 +387,7 @@ func writeHeapHTML(w io.Writer, d *HeapDoc) error {
 	return heapPage.Execute(w, struct {
 		*HeapDoc
 		CSS template.CSS
-	}{d, template.CSS(html.PageCSS())})
+	}{d, template.CSS(htmlout.PageCSS())})
 }
 
 var heapPage = template.Must(template.New("heap").Parse(`<!DOCTYPE html>

@@ -23,7 +23,7 @@ import (
 	"github.com/faultline-dev/faultline/analysis/report"
 )
 
-// The colours the page uses (analysis/render/html/html.go, pageCSS). Chromium paints
+// The colours the page uses (analysis/render/htmlout/html.go, pageCSS). Chromium paints
 // flat fills exactly, so the screenshot holds these values as they are.
 const (
 	pxBackground = 0xf6f7f9 // body

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/faultline-dev/faultline/analysis"
-	"github.com/faultline-dev/faultline/analysis/render/text"
+	"github.com/faultline-dev/faultline/analysis/render/textout"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/gdbserver"
@@ -367,7 +367,7 @@ func sweepOne(in *sweepInput) (bool, error) {
 	if err := checkDumpRegisters(d); err == nil {
 		r, err := an.Analyze(d)
 		if err == nil {
-			if err := text.Write(io.Discard, r); err != nil {
+			if err := textout.Write(io.Discard, r); err != nil {
 				return true, fmt.Errorf("analyze text: %v", err)
 			}
 			if _, err := json.Marshal(r); err != nil {

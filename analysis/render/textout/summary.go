@@ -1,4 +1,4 @@
-package text
+package textout
 
 import (
 	"fmt"

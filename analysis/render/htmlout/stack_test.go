@@ -1,4 +1,4 @@
-package html_test
+package htmlout_test
 
 import (
 	"path/filepath"
@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/faultline-dev/faultline/analysis"
-	"github.com/faultline-dev/faultline/analysis/render/html"
+	"github.com/faultline-dev/faultline/analysis/render/htmlout"
 	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
@@ -23,7 +23,7 @@ func TestStackColumns(t *testing.T) {
 		t.Fatal(err)
 	}
 	top := elf.Info().Vectors.InitialSP
-	cols := html.StackColumns(r, d.Memory, top)
+	cols := htmlout.StackColumns(r, d.Memory, top)
 	if len(cols) != 1 || cols[0].Name != "MSP" {
 		t.Fatalf("columns %+v: want the main stack only", cols)
 	}
@@ -66,8 +66,8 @@ func TestStackColumnsFP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var exc *html.StackBlock
-	for _, c := range html.StackColumns(r, d.Memory, 0) {
+	var exc *htmlout.StackBlock
+	for _, c := range htmlout.StackColumns(r, d.Memory, 0) {
 		for i := range c.Blocks {
 			if c.Blocks[i].Kind == "exception" {
 				exc = &c.Blocks[i]
@@ -91,7 +91,7 @@ func TestStackColumnsFP(t *testing.T) {
 func TestHTMLWarningsFirst(t *testing.T) {
 	r := &report.Report{Warnings: []string{"gcc-m3-O2.elf may not be the firmware that crashed: build IDs differ"}, Frames: []report.FrameJSON{}}
 	var b strings.Builder
-	if err := html.Write(&b, r, nil, html.Options{}); err != nil {
+	if err := htmlout.Write(&b, r, nil, htmlout.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	page := b.String()

@@ -1,6 +1,6 @@
-// Package html renders a report as a self-contained HTML page (and the
+// Package htmlout renders a report as a self-contained HTML page (and the
 // index page of a batch), with the stack drawn from the dump's memory.
-package html
+package htmlout
 
 import (
 	"bufio"

@@ -1,6 +1,6 @@
-// Package text renders a report, or a summary of many, as the
+// Package textout renders a report, or a summary of many, as the
 // human-readable text faultline prints by default.
-package text
+package textout
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package html
+package htmlout
 
 import (
 	"encoding/binary"
