@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/bucket"
 	"github.com/faultline-dev/faultline/analysis/symstore"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/fleet/blobs"
@@ -308,7 +309,7 @@ func (p *Pool) Decode(ctx context.Context, id string) (store.Result, error) {
 	if err := enc.Encode(rep); err != nil {
 		return store.Result{Status: store.StatusFailed, Error: fmt.Sprintf("%s: encoding the analysis: %v", id, err), SymbolSeq: seq}, nil
 	}
-	sig := analysis.SignatureOf(rep)
+	sig := bucket.SignatureOf(rep)
 	return store.Result{
 		Status:    store.StatusDecoded,
 		Bucket:    store.BucketInfo{Signature: sig.ID(), Title: Title(sig), Key: sig.Key()},
@@ -320,7 +321,7 @@ func (p *Pool) Decode(ctx context.Context, id string) (store.Result, error) {
 
 // Title is a bucket's one-line name: "HardFault in null_store (thread
 // net): CFSR.DACCVIOL, HFSR.FORCED".
-func Title(s analysis.Signature) string {
+func Title(s bucket.Signature) string {
 	t := s.Exception
 	if t == "" {
 		t = "crash"

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/faultline-dev/faultline/analysis"
+	"github.com/faultline-dev/faultline/analysis/bucket"
 	"github.com/faultline-dev/faultline/fleet/client"
 	"github.com/faultline-dev/faultline/fleet/server"
 )
@@ -184,7 +184,7 @@ func checkFleet(t *testing.T, run commandRunner, url string, c fleetCase) {
 	if code != 0 {
 		t.Fatalf("analyze --summary: exit %d: %s", code, stderr)
 	}
-	var sum analysis.Summary
+	var sum bucket.Summary
 	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
 		t.Fatal(err)
 	}
