@@ -78,6 +78,7 @@ firmware-check: toolchain
 	$(MAKE) -C firmware-samples/excentry check
 	$(MAKE) -C firmware-samples/rtt check
 	$(MAKE) -C firmware-samples/zephyr-log check
+	$(MAKE) -C firmware-samples/assert check
 
 # Regenerate the QEMU + GDB oracle fixtures.
 oracle: toolchain

@@ -31,6 +31,9 @@ type Options struct {
 	// Logs names user log buffers: SYMBOL (a NUL-terminated string) or
 	// SYMBOL:INDEX_SYMBOL (a ring buffer and its write index).
 	Logs []string
+	// Message names a global char array or char pointer holding the
+	// firmware's own crash message (--message).
+	Message string
 }
 
 // hexes formats many addresses with one allocation: Hex of each value,
@@ -134,7 +137,6 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 	if d.Lockup != nil && belowRAM != "" {
 		r.FaultInfo.Notes = append(r.FaultInfo.Notes, belowRAM)
 	}
-	r.Message = crashMessage(d)
 	r.StackVerdict = stackVerdict(elf, d, t, res.Frames, kernel, belowRAM)
 	r.Fault = report.FaultJSON{Exception: r.FaultInfo.Exception, Number: r.FaultInfo.Number, Causes: r.FaultInfo.Causes, Notes: r.FaultInfo.Notes}
 	if r.Fault.Causes == nil {
@@ -158,6 +160,9 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 	for i := range r.Frames {
 		r.Frames[i].Note = demangleText(elf, r.Frames[i].Note)
 	}
+	var mw []string
+	r.Message, mw = crashMessage(d, elf, t, res.Frames, r.Frames, opt.Message)
+	r.Warnings = append(r.Warnings, mw...)
 	if n := len(r.Frames); n > 0 && res.Stop.Kind == unwinders.StopMemory {
 		// The frame whose caller needed memory the dump lacks says so.
 		if m := memAddr.FindStringSubmatch(res.Stop.Detail); m != nil {

@@ -88,7 +88,7 @@ func varsJSON(vs []dwarfexpr.Var, demangle func(string) string) []report.VarJSON
 	}
 	out := make([]report.VarJSON, 0, len(vs))
 	for _, v := range vs {
-		j := report.VarJSON{Name: v.Name, Type: v.Type, Value: v.Value, Entry: v.Entry, OptimizedOut: v.OptimizedOut}
+		j := report.VarJSON{Name: v.Name, Type: v.Type, Value: v.Value, Entry: v.Entry, OptimizedOut: v.OptimizedOut, Raw: v.Raw}
 		if v.Value == "" && !v.OptimizedOut {
 			j.Note = v.Err
 			if strings.Contains(v.Err, "unmapped") || strings.Contains(v.Err, "not mapped") {

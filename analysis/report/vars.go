@@ -10,6 +10,9 @@ type VarJSON struct {
 	// Note says why a value is missing that is not optimized out (its
 	// memory is not in the dump, an expression not supported).
 	Note string `json:"note,omitempty"`
+	// Raw is the value's bytes when known, not part of the JSON (the
+	// crash message reads pointers and numbers from it).
+	Raw []byte `json:"-"`
 }
 
 // Text is the name=value form the text report shows.

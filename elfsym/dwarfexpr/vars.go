@@ -89,6 +89,12 @@ type Var struct {
 	// Err says why a value is missing when it is not optimized out
 	// (memory not captured, an unsupported operation).
 	Err string
+	// Raw is the value's bytes (little-endian, the type's size) when
+	// Value is known from a location or an entry value; nil for a
+	// DW_AT_const_value and when unknown. A consumer that needs the
+	// number (a pointer to follow, a line) reads it here, not from the
+	// text.
+	Raw []byte
 }
 
 // Scope is one function level at a PC: the physical function, or an
@@ -555,6 +561,7 @@ func (p *Program) variable(e *dwarf.Entry, ctx *Context, pc uint32, u *cu) Var {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	v.Value = p.format(t, b, ctx.Read, 0)
+	v.Raw = b
 	return v
 }
 
@@ -591,6 +598,7 @@ func (p *Program) atEntry(v *Var, e *dwarf.Entry, ctx *Context, fe *dwarf.Entry,
 	var b [4]byte
 	binary.LittleEndian.PutUint32(b[:], val)
 	v.Value = p.format(t, b[:t.Size()], ctx.Read, 0)
+	v.Raw = append([]byte(nil), b[:t.Size()]...)
 	v.OptimizedOut = false
 	v.Entry = true
 }

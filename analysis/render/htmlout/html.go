@@ -509,7 +509,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 {{range .Fault.Causes}}<tr><td class="bit"><span class="badge">{{.Register}}.{{.Bit}}</span></td><td>{{.Text}}</td></tr>
 {{end}}</table>{{else}}<p>No fault status bit is set (or the dump does not hold the fault status registers).</p>{{end}}
 {{if .Fault.Notes}}<ul class="notes">{{range .Fault.Notes}}<li>{{.}}</li>{{end}}</ul>{{end}}
-{{with .Message}}<p class="message"><span class="badge">message</span> <b>{{.Text}}</b> · read from the {{.Source}}</p>{{end}}
+{{with .Message}}<p class="message"><span class="badge">message</span> <b>{{.Summary}}</b> · read from the {{.Where}}{{if .Note}}<br><small>{{.Note}}</small>{{end}}</p>{{end}}
 {{with .Verdict}}<p class="verdict">{{if .Overflow}}<span class="badge">stack overflow</span> <b>{{.Stack}}</b>{{else}}<span class="badge">lockup</span>{{end}} · evidence: {{range $i, $e := .Evidence}}{{if $i}}, {{end}}{{$e}}{{end}}</p>
 <ul class="notes">{{range .Details}}<li>{{.}}</li>{{end}}</ul>{{end}}
 <div class="kv">{{if .Fault.Address}}<span><b>faulting address</b>{{.Fault.Address}}</span>{{end}}{{range .FaultRegs}}<span><b>{{.Name}}</b>{{.Value}}</span>{{end}}</div>

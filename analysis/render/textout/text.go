@@ -47,7 +47,10 @@ func Write(w io.Writer, r *report.Report) error {
 		fmt.Fprintf(&b, "  note: %s\n", n)
 	}
 	if m := r.Message; m != nil {
-		fmt.Fprintf(&b, "Message: %s (read from the %s)\n", m.Text, m.Source)
+		fmt.Fprintf(&b, "Message: %s (read from the %s)\n", m.Summary(), m.Where())
+		if m.Note != "" {
+			fmt.Fprintf(&b, "  note: %s\n", m.Note)
+		}
 	}
 	writeVerdict(&b, r)
 

@@ -158,6 +158,7 @@ type batchFlags struct {
 	symbols   string
 	locals    bool
 	logs      []string
+	message   string
 }
 
 func (b *batchFlags) register(cmd *cobra.Command) {
@@ -169,6 +170,7 @@ func (b *batchFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&b.symbols, "symbols", "", "a directory of firmware ELFs (any layout, or a .build-id/xx/rest.debug tree) instead of --elf: each dump is decoded with the ELF whose build ID it carries, else the one it pairs with by content")
 	cmd.Flags().BoolVar(&b.locals, "locals", false, "also show each crash frame's local variables from DWARF (frames[].locals); arguments are always shown")
 	cmd.Flags().StringArrayVar(&b.logs, "log", nil, "a log buffer the firmware keeps, besides the SEGGER RTT buffers found by themselves: SYMBOL (a NUL-terminated string) or SYMBOL:INDEX_SYMBOL (a ring buffer and its 32-bit write index); repeatable")
+	cmd.Flags().StringVar(&b.message, "message", "", "a global char array or char pointer holding the firmware's own crash message (read from the dump, bounded, non-text bytes escaped); used instead of what a reporting function (assert, abort, ...) on the stack was told")
 	cmd.Flags().BoolVar(&b.strict, "strict", false, "exit with status 1 when a dump does not pair with the ELF (pairing mismatch: another build's firmware)")
 	cmd.Flags().StringVar(&b.sourceDir, "source-dir", "", "--format html: look for the source files the ELF names here first (else next to the ELF and its parent directories)")
 }
@@ -280,7 +282,7 @@ func runAnalyze(cmd *cobra.Command, c *commonFlags, raw *rawFlags, bf *batchFlag
 		elfName string
 		err     error
 	)
-	opts := analysis.Options{Unwinder: c.unwinder, MaxFrames: c.maxFrames, Locals: bf.locals, Logs: bf.logs}
+	opts := analysis.Options{Unwinder: c.unwinder, MaxFrames: c.maxFrames, Locals: bf.locals, Logs: bf.logs, Message: bf.message}
 	if bf.symbols != "" {
 		store, err := openSymbolStore(bf.symbols, opts)
 		if err != nil {
