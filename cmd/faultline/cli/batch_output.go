@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/faultline-dev/faultline/analysis/render/htmlout"
+	"github.com/faultline-dev/faultline/analysis/render/jsonout"
 	"github.com/faultline-dev/faultline/analysis/render/textout"
 	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/internal/outfile"
@@ -20,9 +21,9 @@ import (
 type reportWriter struct {
 	w      io.Writer
 	format string
-	multi  bool           // a JSON array, pages into a directory
-	n      int            // reports written
-	enc    *reportEncoder // jsonl
+	multi  bool             // a JSON array, pages into a directory
+	n      int              // reports written
+	enc    *jsonout.Encoder // jsonl
 
 	// html
 	dir     string
@@ -126,9 +127,7 @@ func (rw *reportWriter) report(r batchResult) error {
 	switch rw.format {
 	case "json":
 		if !rw.multi {
-			enc := json.NewEncoder(rw.w)
-			enc.SetIndent("", "  ")
-			return enc.Encode(rep)
+			return jsonout.Write(rw.w, rep)
 		}
 		b, err := json.MarshalIndent(rep, "  ", "  ")
 		if err != nil {
@@ -142,9 +141,9 @@ func (rw *reportWriter) report(r batchResult) error {
 		return err
 	case "jsonl":
 		if rw.enc == nil {
-			rw.enc = newReportEncoder()
+			rw.enc = jsonout.NewEncoder()
 		}
-		line, err := rw.enc.encode(rep)
+		line, err := rw.enc.Line(rep)
 		if err != nil {
 			return err
 		}

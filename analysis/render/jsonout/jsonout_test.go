@@ -1,10 +1,9 @@
-package cli
+package jsonout
 
 import (
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,6 +17,8 @@ import (
 
 // The hand-written JSON line must be encoding/json's, byte for byte.
 
+const repo = "../../.."
+
 func stdJSONLine(t *testing.T, r *report.Report) []byte {
 	t.Helper()
 	var b bytes.Buffer
@@ -29,12 +30,12 @@ func stdJSONLine(t *testing.T, r *report.Report) []byte {
 
 // TestReportEncoderFastPath fails when a report type changed shape: update
 // frameShape/threadShape/stackShape and appendFrame/appendThread in
-// batch_json.go (until then the fields are encoded by encoding/json, and
+// jsonout.go (until then the fields are encoded by encoding/json, and
 // the output stays right but slower).
 func TestReportEncoderFastPath(t *testing.T) {
-	e := newReportEncoder()
+	e := NewEncoder()
 	if e.fields == nil || !e.fastFrames || !e.fastThread {
-		t.Errorf("fast JSON lines disabled (fields %v, frames %v, threads %v): a report type changed, update batch_json.go", e.fields != nil, e.fastFrames, e.fastThread)
+		t.Errorf("fast JSON lines disabled (fields %v, frames %v, threads %v): a report type changed, update jsonout.go", e.fields != nil, e.fastFrames, e.fastThread)
 	}
 }
 
@@ -44,8 +45,17 @@ func analyzeFixtures(t *testing.T) []*report.Report {
 	t.Helper()
 	type pair struct{ dump, elf string }
 	var pairs []pair
-	for _, d := range oracleFixtures(t) {
-		pairs = append(pairs, pair{d, fixtureELF(t, d)})
+	qemu, err := filepath.Glob(filepath.Join(repo, "fixtures/qemu/*.json"))
+	if err != nil || len(qemu) == 0 {
+		t.Fatalf("no oracle fixtures: %v", err)
+	}
+	for _, d := range qemu {
+		base := strings.TrimSuffix(filepath.Base(d), ".json")
+		i := strings.LastIndex(base, "-")
+		if i < 0 {
+			t.Fatalf("fixture name %s is not <build>-<scenario>", base)
+		}
+		pairs = append(pairs, pair{d, filepath.Join(repo, "firmware-samples/build", base[:i]+".elf")})
 	}
 	for _, kernel := range []string{"freertos", "zephyr"} {
 		dir := filepath.Join(repo, "fixtures/rtos", kernel)
@@ -95,11 +105,11 @@ func analyzeFixtures(t *testing.T) []*report.Report {
 
 func TestReportEncoderMatchesEncodingJSON(t *testing.T) {
 	reports := analyzeFixtures(t)
-	e := newReportEncoder()
+	e := NewEncoder()
 	threads := 0
 	for _, r := range reports {
 		threads += len(r.Threads)
-		got, err := e.encode(r)
+		got, err := e.Line(r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +168,7 @@ func TestReportEncoderMatchesEncodingJSON(t *testing.T) {
 		if i%11 == 0 {
 			r.Frames, r.Registers, r.RTOS = nil, nil, nil
 		}
-		got, err := e.encode(&r)
+		got, err := e.Line(&r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -236,59 +246,4 @@ func FuzzAppendJSONString(f *testing.F) {
 			t.Fatalf("%q: got %s want %s", s, got, want)
 		}
 	})
-}
-
-// The RTOS batch gives the same lines with one worker and with several
-// (the ELF's caches shared between them; run it with -race), and each line
-// is encoding/json's encoding of the report.
-func TestRTOSBatchWorkers(t *testing.T) {
-	dir := t.TempDir()
-	rtosBatchDir(t, dir, 24)
-	var outs []string
-	for _, j := range []string{"1", "4"} {
-		out, errs, code := run(t, "", "analyze", "-j", j, "--format", "jsonl", "--elf", rtosBatchELF(), dir)
-		if code != 0 {
-			t.Fatalf("-j %s: exit %d: %s", j, code, errs)
-		}
-		outs = append(outs, out)
-	}
-	if outs[0] != outs[1] {
-		t.Fatal("-j 1 and -j 4 differ")
-	}
-	lines := strings.Split(strings.TrimSuffix(outs[0], "\n"), "\n")
-	if len(lines) != 24 {
-		t.Fatalf("%d lines", len(lines))
-	}
-	for _, l := range lines {
-		var r report.Report
-		if err := json.Unmarshal([]byte(l), &r); err != nil {
-			t.Fatal(err)
-		}
-		if len(r.Threads) != 13 {
-			t.Fatalf("%s: %d threads", r.Dump, len(r.Threads))
-		}
-	}
-}
-
-// The search keeps what it read of each dump file for its load, within
-// inputCacheMax, and forgets each as it is taken.
-func TestInputContents(t *testing.T) {
-	dir := t.TempDir()
-	rtosBatchDir(t, dir, 5)
-	in := expandInputs([]string{dir})
-	if len(in.paths) != 5 || len(in.contents) != 5 || in.cached <= 0 || in.cached > inputCacheMax {
-		t.Fatalf("%d paths, %d contents, %d bytes", len(in.paths), len(in.contents), in.cached)
-	}
-	for _, p := range in.paths {
-		want, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := in.take(p); !bytes.Equal(got, want) {
-			t.Errorf("%s: kept %d bytes, the file has %d", p, len(got), len(want))
-		}
-		if in.take(p) != nil {
-			t.Errorf("%s: taken twice", p)
-		}
-	}
 }

@@ -1,9 +1,14 @@
-package cli
+// Package jsonout renders a report as JSON (faultline.analysis/1, the
+// form its struct tags give): Write prints one report as analyze --format
+// json does; an Encoder prints JSON lines (--format jsonl), byte for byte
+// what encoding/json's Encoder writes, faster.
+package jsonout
 
 import (
 	"bytes"
 	"encoding"
 	"encoding/json"
+	"io"
 	"reflect"
 	"strconv"
 	"strings"
@@ -13,21 +18,29 @@ import (
 )
 
 // A faster JSON line for a report: the bytes encoding/json's Encoder
-// writes for an report.Report (HTML-safe escaping, no indentation, a
+// writes for a report.Report (HTML-safe escaping, no indentation, a
 // newline), built without reflection for the parts that make up most of
 // an RTOS report (every thread's frames) and with encoding/json for the
 // rest, field by field.
 //
 // The hand-written parts rely on the exact field lists of FrameJSON,
-// ThreadJSON and StackJSON: newReportEncoder checks them, and a type that
+// ThreadJSON and StackJSON: NewEncoder checks them, and a type that
 // changed (a field added, renamed or retagged) is encoded by encoding/json
 // again, so the output never depends on this file being up to date
 // (TestReportEncoderFastPath says when it is not). Report's own fields are
 // read from its type, so a field added there is encoded like any other.
 
-// reportEncoder encodes reports as JSON lines; it is used by one
-// goroutine at a time (the batch's emitter) and reuses its buffer.
-type reportEncoder struct {
+// Write writes r as one indented JSON document (two spaces, a final
+// newline): the output of analyze --format json for one dump.
+func Write(w io.Writer, r *report.Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// An Encoder encodes reports as JSON lines; it is used by one goroutine at
+// a time (a batch's emitter) and reuses its buffer.
+type Encoder struct {
 	fields     []reportField // nil: encode the whole report with encoding/json
 	fastFrames bool          // FrameJSON has the fields appendFrame writes
 	fastThread bool          // ThreadJSON and StackJSON have the fields appendThread writes
@@ -81,8 +94,9 @@ func plainStruct(t reflect.Type, shape string) bool {
 	return shapeOf(t) == shape
 }
 
-func newReportEncoder() *reportEncoder {
-	e := &reportEncoder{fastFrames: plainStruct(reflect.TypeFor[report.FrameJSON](), frameShape)}
+// NewEncoder returns an Encoder.
+func NewEncoder() *Encoder {
+	e := &Encoder{fastFrames: plainStruct(reflect.TypeFor[report.FrameJSON](), frameShape)}
 	e.fastThread = e.fastFrames && plainStruct(reflect.TypeFor[report.ThreadJSON](), threadShape) &&
 		plainStruct(reflect.TypeFor[report.StackJSON](), stackShape)
 	framesType := reflect.TypeFor[[]report.FrameJSON]()
@@ -147,8 +161,9 @@ func validKey(name string) bool {
 	return name != ""
 }
 
-// encode writes r as one JSON line, as json.NewEncoder(w).Encode(r) does.
-func (e *reportEncoder) encode(r *report.Report) ([]byte, error) {
+// Line returns r as one JSON line, the bytes json.NewEncoder(w).Encode(r)
+// writes. The slice is valid until the next call.
+func (e *Encoder) Line(r *report.Report) ([]byte, error) {
 	if e.fields == nil || r == nil {
 		var b bytes.Buffer
 		err := json.NewEncoder(&b).Encode(r)
