@@ -4,12 +4,14 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"html"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/faultline-dev/faultline/analysis/render/htmlout"
 	"github.com/faultline-dev/faultline/analysis/render/textout"
 	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
@@ -486,3 +488,86 @@ func TestMessageArgRules(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestMessageRenderings: the assertion of gcc -O2's assert_newlib in the
+// JSON, text and HTML reports, from GDB's reading of the arguments.
+func TestMessageRenderings(t *testing.T) {
+	base := "gcc-m3-O2-assert_newlib"
+	g := loadGDBMessage(t, filepath.Join(repo, "fixtures/qemu-assert", base+".gdbmsg"))
+	c0 := g.Calls[0]
+	s := func(r string) string { return string(unhex(t, c0.Strings[r])) }
+	line := int64(hexU32(t, c0.R1))
+	elf, d := openFixture(t, verdictFixture{filepath.Join(repo, "fixtures/qemu-assert", base+".json"), filepath.Join(repo, "firmware-samples/assert/build/gcc-m3-O2.elf")})
+	defer elf.Close()
+	r, err := Analyze(elf, d, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := r.Message
+	if m == nil || m.Frame == nil {
+		t.Fatalf("message %+v", m)
+	}
+	raw, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back struct {
+		Message map[string]any
+	}
+	if err := json.Unmarshal(raw, &back); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"text": `assertion "` + s("r3") + `" failed`, "file": s("r0"), "line": float64(line), "function": s("r2"), "source": "__assert_func arguments", "frame": float64(*m.Frame), "pc": m.PC}
+	for k, v := range want {
+		if back.Message[k] != v {
+			t.Errorf("JSON message.%s = %v, want %v", k, back.Message[k], v)
+		}
+	}
+	if args, _ := back.Message["args"].([]any); len(args) != 4 {
+		t.Errorf("JSON message.args %v", back.Message["args"])
+	}
+	if r.Frames[*m.Frame].Function != "__assert_func" || r.Frames[*m.Frame].PC != m.PC {
+		t.Errorf("frame #%d is %s at %s", *m.Frame, r.Frames[*m.Frame].Function, r.Frames[*m.Frame].PC)
+	}
+	summary := `assertion "` + s("r3") + `" failed at ` + s("r0") + ":" + strconv.FormatInt(line, 10) + " in " + s("r2")
+	var b strings.Builder
+	if err := textout.Write(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if w := "\nMessage: " + summary + " (read from the __assert_func arguments, frame #" + strconv.Itoa(*m.Frame) + " at " + m.PC + ")\n"; !strings.Contains(b.String(), w) {
+		t.Errorf("text lacks %q:\n%s", w, b.String())
+	}
+	b.Reset()
+	if err := htmlout.Write(&b, r, d, htmlout.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if w := "<b>" + html.EscapeString(summary) + "</b> · read from the __assert_func arguments, frame #" + strconv.Itoa(*m.Frame) + " at " + m.PC; !strings.Contains(b.String(), w) {
+		t.Errorf("HTML lacks %q", w)
+	}
+}
+
+// TestZephyrFatalArgsMessage: z_fatal_error / k_sys_fatal_error_handler
+// give the reason's name from their reason argument (DWARF), or from r0
+// at their first instruction. (Our Zephyr look-alike's dumps stop before
+// z_fatal_error runs, and its coredumps carry the reason themselves: this
+// rule is checked on constructed frames.)
+func TestZephyrFatalArgsMessage(t *testing.T) {
+	elf, err := openELF(filepath.Join(repo, "firmware-samples/assert/build/gcc-m3-O2.elf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer elf.Close()
+	u32 := func(v uint32) []byte { return binary.LittleEndian.AppendUint32(nil, v) }
+	frames := []unwinders.Frame{{PC: 0x400, Kind: unwinders.KindNormal}}
+	for reason, want := range map[uint32]string{0: "K_ERR_CPU_EXCEPTION", 2: "K_ERR_STACK_CHK_FAIL", 4: "K_ERR_KERNEL_PANIC", 99: "reason 99 (architecture specific or unknown)"} {
+		js := []report.FrameJSON{{Function: "z_fatal_error", Kind: "normal", Args: []report.VarJSON{
+			{Name: "reason", Type: "unsigned int", Value: "x", Raw: u32(reason)}, {Name: "esf", Type: "const struct arch_esf *", OptimizedOut: true}}}}
+		if m := frameMessage(elf, nil, frames, js); m == nil || m.Text != want || m.Source != "z_fatal_error arguments" {
+			t.Errorf("reason %d: %+v", reason, m)
+		}
+	}
+	js := []report.FrameJSON{{Function: "k_sys_fatal_error_handler", Kind: "normal", Args: []report.VarJSON{{Name: "reason", Type: "unsigned int", OptimizedOut: true}}}}
+	if m := frameMessage(elf, nil, frames, js); m == nil || m.Text != "Zephyr fatal error (reason unknown)" || !strings.Contains(m.Note, "optimized out") {
+		t.Errorf("optimized out: %+v", m)
+	}
+}
