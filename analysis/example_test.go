@@ -1,12 +1,14 @@
 package analysis_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"log"
 	"strings"
 
 	"github.com/faultline-dev/faultline/analysis"
 	"github.com/faultline-dev/faultline/analysis/bucket"
+	"github.com/faultline-dev/faultline/analysis/render/jsonout"
 	"github.com/faultline-dev/faultline/analysis/render/textout"
 	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/analysis/score"
@@ -71,4 +73,55 @@ func Example() {
 	// Crash dump ../fixtures/qemu/gcc-m3-O2-null_write_deep.json with gcc-m3-O2.elf (cortex-m3, ARMv7-M)
 	// signature: v2|HardFault|CFSR.DACCVIOL,HFSR.FORCED|null_store|deep5_mixed>deep4_huge_locals>deep3_callee_saved
 	// exact true, frame accuracy 1.00, bogus 0
+}
+
+// Decode many dumps of one firmware with an Analyzer (it builds the
+// unwinders' tables from the ELF once), print each report as a JSON line
+// and group the crashes into buckets.
+func ExampleAnalyzer() {
+	elf, err := elfsym.Open("../firmware-samples/build/gcc-m3-O2.elf")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer elf.Close()
+	a, err := analysis.NewAnalyzer(elf, analysis.Options{MaxFrames: 64})
+	if err != nil {
+		log.Fatal(err)
+	}
+	sum := bucket.NewSummarizer(elf.Name(), "auto", "path")
+	enc := jsonout.NewEncoder()
+	for _, s := range []string{"div0", "udf", "null_write_deep", "div0"} {
+		d, err := crashdump.Load("../fixtures/qemu/gcc-m3-O2-" + s + ".json")
+		if err != nil {
+			log.Fatal(err)
+		}
+		r, err := a.Analyze(d)
+		d.Close()
+		if err != nil {
+			log.Fatal(err)
+		}
+		line, err := enc.Line(r) // one faultline.analysis/1 object, as --format jsonl prints it
+		if err != nil {
+			log.Fatal(err)
+		}
+		var head struct{ Schema, Dump string }
+		if err := json.Unmarshal(line, &head); err != nil {
+			log.Fatal(err)
+		}
+		fi := report.FaultingFrame(r)
+		fmt.Println(head.Schema, head.Dump, r.Fault.Exception, "in", r.Frames[fi].Function)
+		sum.Add(r)
+	}
+	for _, b := range sum.Summary().Buckets {
+		fmt.Println(b.Count, b.Signature.Function, b.First)
+	}
+
+	// Output:
+	// faultline.analysis/1 ../fixtures/qemu/gcc-m3-O2-div0.json HardFault in div0_average
+	// faultline.analysis/1 ../fixtures/qemu/gcc-m3-O2-udf.json HardFault in udf_assert_fail
+	// faultline.analysis/1 ../fixtures/qemu/gcc-m3-O2-null_write_deep.json HardFault in null_store
+	// faultline.analysis/1 ../fixtures/qemu/gcc-m3-O2-div0.json HardFault in div0_average
+	// 2 div0_average ../fixtures/qemu/gcc-m3-O2-div0.json
+	// 1 udf_assert_fail ../fixtures/qemu/gcc-m3-O2-udf.json
+	// 1 null_store ../fixtures/qemu/gcc-m3-O2-null_write_deep.json
 }
