@@ -64,6 +64,9 @@ func IsPostgres(db string) bool {
 }
 
 // Open opens (creating when missing) the data directory and database.
+// With PostgreSQL the uploaded files are kept in the database too
+// (fleet/store/postgres.Blobs), so processes on other machines sharing
+// it need no shared directory, and Data is not used.
 func Open(ctx context.Context, cfg Config) (*Instance, error) {
 	if cfg.Data == "" && !IsPostgres(cfg.DB) {
 		return nil, errors.New("fleet: no data directory")
