@@ -147,7 +147,7 @@ func TestAssertSampleMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checked, fullAsserts, scen := 0, 0, map[string]int{}
+	checked, fullAsserts, beyondGDB, scen := 0, 0, 0, map[string]int{}
 	for _, side := range sides {
 		base := strings.TrimSuffix(filepath.Base(side), ".gdbmsg")
 		scenario := strings.SplitN(base, "-", 4)[3]
@@ -187,8 +187,14 @@ func TestAssertSampleMessages(t *testing.T) {
 					continue
 				}
 				known := a.Note == "" || a.Note == "NULL" || a.Value != ""
-				if known != (gv != "<optimized out>") {
+				// GDB knows it: so does faultline. Faultline knows more
+				// than GDB only from the caller's code (a proven
+				// constant), whose value is checked above.
+				if gdbKnows := gv != "<optimized out>"; gdbKnows && !known || !gdbKnows && known && !strings.Contains(a.From, "the caller's code") {
 					t.Errorf("%s: %s: faultline %+v, GDB %s", base, n, a, gv)
+				}
+				if known && !(gv != "<optimized out>") {
+					beyondGDB++
 				}
 				checked++
 			}
@@ -198,11 +204,20 @@ func TestAssertSampleMessages(t *testing.T) {
 			r := assertFixture(t, base, Options{})
 			m := r.Message
 			regs, strs, ok := call("__assert_func")
-			if !ok || m == nil || m.Source != "__assert_func arguments" {
+			if !ok || m == nil || (m.Source != "__assert_func arguments" && (scenario != "assert_old" || m.Source != "__assert_func and __assert arguments")) {
 				t.Errorf("%s: message %+v, GDB stopped at __assert_func: %v", base, m, ok)
 				continue
 			}
-			if a := msgArg(m, "failedexpr"); a.Value != "" {
+			known := func(n string) *report.MessageArg {
+				if a := msgArg(m, n); a != nil && a.Value != "" {
+					return a
+				}
+				if a := msgArg(m, "__assert "+n); a != nil && a.Value != "" {
+					return a
+				}
+				return &report.MessageArg{}
+			}
+			if a := known("failedexpr"); a.Value != "" {
 				if string(unescapeMessage(t, m.Text)) != `assertion "`+string(strs[3])+`" failed` {
 					t.Errorf("%s: text %q, GDB read expression %q", base, m.Text, strs[3])
 				}
@@ -212,8 +227,8 @@ func TestAssertSampleMessages(t *testing.T) {
 				fullAsserts++
 				checked++
 			}
-			if a := msgArg(m, "file"); a.Value != "" {
-				if string(unescapeMessage(t, m.File)) != string(strs[0]) {
+			if a := known("file"); a.Value != "" {
+				if string(unescapeMessage(t, m.File)) != string(strs[0]) || a.Address != report.Hex(regs[0]) {
 					t.Errorf("%s: file %q, GDB %q", base, m.File, strs[0])
 				}
 				checked++
@@ -315,10 +330,10 @@ func TestAssertSampleMessages(t *testing.T) {
 			t.Errorf("scenario %s: %d builds, want 4", s, scen[s])
 		}
 	}
-	if fullAsserts < 2 || checked < 80 {
+	if fullAsserts < 8 || checked < 95 {
 		t.Errorf("%d assertions with their expression, %d values checked", fullAsserts, checked)
 	}
-	t.Logf("%d dumps, %d values checked against GDB, %d assertions with their expression", len(sides), checked, fullAsserts)
+	t.Logf("%d dumps, %d values checked against GDB, %d assertions with their expression, %d arguments GDB calls <optimized out> proven from the caller's code", len(sides), checked, fullAsserts, beyondGDB)
 }
 
 // TestMessageHostile: a message pointer outside the dump, a dump without
@@ -569,5 +584,119 @@ func TestZephyrFatalArgsMessage(t *testing.T) {
 	js := []report.FrameJSON{{Function: "k_sys_fatal_error_handler", Kind: "normal", Args: []report.VarJSON{{Name: "reason", Type: "unsigned int", OptimizedOut: true}}}}
 	if m := frameMessage(elf, nil, frames, js); m == nil || m.Text != "Zephyr fatal error (reason unknown)" || !strings.Contains(m.Note, "optimized out") {
 		t.Errorf("optimized out: %+v", m)
+	}
+}
+
+// TestCallSiteProof: the constants a caller's code puts in r0-r3 before
+// the BL, on gcc -O0's queue_push (ldr r3/ldr r2/movs r1/ldr r0/bl
+// __assert_func), and on the same code patched in the dump's memory: a
+// branch into the sequence, a register copy, an IT block, a jump table, a
+// BL elsewhere.
+func TestCallSiteProof(t *testing.T) {
+	elf, err := openELF(filepath.Join(repo, "firmware-samples/assert/build/gcc-m3-O0.elf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer elf.Close()
+	fn, _ := elf.Symbol("queue_push")
+	callee, _ := elf.Symbol("__assert_func")
+	g := loadGDBMessage(t, filepath.Join(repo, "fixtures/qemu-assert/gcc-m3-O0-assert_newlib.gdbmsg"))
+	c0 := g.Calls[0]
+	ret := hexU32(t, c0.LR) &^ 1
+	truth := []uint32{hexU32(t, c0.R0), hexU32(t, c0.R1), hexU32(t, c0.R2), hexU32(t, c0.R3)}
+	mem := func(patch map[uint32][]byte) unwinders.Memory {
+		im := &unwinders.Image{}
+		if err := im.AddLayer(elf.Segments()...); err != nil {
+			t.Fatal(err)
+		}
+		code := make([]byte, 0x48)
+		if err := im.Read(fn, code); err != nil {
+			t.Fatal(err)
+		}
+		for at, b := range patch {
+			copy(code[at-fn:], b)
+		}
+		if err := im.AddLayer(unwinders.Region{Addr: fn, Data: code}); err != nil {
+			t.Fatal(err)
+		}
+		return im
+	}
+	proven := func(name string, patch map[uint32][]byte, want ...int) {
+		t.Helper()
+		got, err := callSiteArgs(elf, mem(patch), ret, callee)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			return
+		}
+		if len(got) != len(want) {
+			t.Errorf("%s: proven %v, want registers %v", name, got, want)
+		}
+		for _, r := range want {
+			if v, ok := got[r]; !ok || v.v != truth[r] {
+				t.Errorf("%s: r%d %+v, GDB %#x", name, r, v, truth[r])
+			}
+		}
+	}
+	// The code as built: bls.n at fn+0x10 skips the sequence at fn+0x12.
+	if ret != fn+0x1e {
+		t.Fatalf("the call returns to %#x, queue_push is at %#x: the code changed, adjust the patches", ret, fn)
+	}
+	proven("as built", nil, 0, 1, 2, 3)
+	// bls.n fn+0x16: a path arrives at movs r1: r2 and r3 are not proven.
+	proven("branch into the sequence", map[uint32][]byte{fn + 0x10: {0x01, 0xd9}}, 0, 1)
+	// mov r1, r5: not a constant.
+	proven("register copy", map[uint32][]byte{fn + 0x16: {0x29, 0x46}}, 0, 2, 3)
+	// it ls before ldr r3: r3's load is conditional.
+	proven("IT block", map[uint32][]byte{fn + 0x10: {0x98, 0xbf}}, 0, 1, 2)
+	for name, patch := range map[string]map[uint32][]byte{
+		"jump table":   {fn + 0x32: {0xdf, 0xe8, 0x00, 0xf0}}, // tbb [pc, r0]
+		"add pc":       {fn + 0x32: {0x87, 0x44}},             // add pc, r0
+		"BL elsewhere": {fn + 0x1a: {0x00, 0xf0, 0x00, 0xf8}}, // bl fn+0x1e
+	} {
+		if got, err := callSiteArgs(elf, mem(patch), ret, callee); err == nil {
+			t.Errorf("%s: proven %v", name, got)
+		}
+	}
+}
+
+// TestCallSiteProofMOVT: clang -O0's movw/movt pairs, the high half
+// patched to a non-zero value, and a movt whose low half is no movw.
+func TestCallSiteProofMOVT(t *testing.T) {
+	elf, err := openELF(filepath.Join(repo, "firmware-samples/assert/build/clang-m3-O0.elf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer elf.Close()
+	fn, _ := elf.Symbol("queue_push")
+	callee, _ := elf.Symbol("__assert_func")
+	g := loadGDBMessage(t, filepath.Join(repo, "fixtures/qemu-assert/clang-m3-O0-assert_newlib.gdbmsg"))
+	ret := hexU32(t, g.Calls[0].LR) &^ 1
+	r0 := hexU32(t, g.Calls[0].R0)
+	if ret != fn+0x34 {
+		t.Fatalf("the call returns to %#x, queue_push is at %#x: the code changed, adjust the patches", ret, fn)
+	}
+	run := func(patch []byte, at uint32) map[int]callSiteValue {
+		im := &unwinders.Image{}
+		if err := im.AddLayer(elf.Segments()...); err != nil {
+			t.Fatal(err)
+		}
+		if err := im.AddLayer(unwinders.Region{Addr: fn + at, Data: patch}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := callSiteArgs(elf, im, ret, callee)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	// movt r0, #2 at fn+0x1a.
+	if got := run([]byte{0xc0, 0xf2, 0x02, 0x00}, 0x1a); got[0].v != r0|0x20000 || len(got) != 4 {
+		t.Errorf("movt #2: %+v, want r0 %#x", got, r0|0x20000)
+	}
+	// movs r0, #1; nop.w instead of movw r0: the movt's low half is unknown.
+	if got := run([]byte{0x01, 0x20, 0x00, 0xbf}, 0x16); len(got) != 3 {
+		t.Errorf("movt after movs: %+v", got)
+	} else if _, ok := got[0]; ok {
+		t.Errorf("movt after movs proved r0: %+v", got)
 	}
 }

@@ -89,16 +89,49 @@ type argVal struct {
 }
 
 // arg reads argument name (the reg'th argument register at entry) of
-// frame j.
+// frame j: its DWARF value, else r0-r3 at the function's entry, else the
+// constant the caller's code provably put in that register.
 func (c *msgCtx) arg(j int, name string, reg int) argVal {
 	f := &c.js[j]
 	for _, a := range f.Args {
-		if a.Name != name {
-			continue
+		if a.Name == name {
+			return c.orCallSite(j, reg, c.dwarfArg(f, a))
 		}
-		return c.dwarfArg(f, a)
 	}
-	return c.entryReg(j, reg)
+	return c.orCallSite(j, reg, c.entryReg(j, reg))
+}
+
+// orCallSite returns a when known, else the caller's proven constant for
+// register reg, else a with why it is unknown.
+func (c *msgCtx) orCallSite(j int, reg int, a argVal) argVal {
+	if a.ok || reg < 0 || reg > 3 {
+		return a
+	}
+	f := &c.js[j]
+	p := f.Phys
+	if f.Kind != "normal" || p < 0 || p+1 >= len(c.frames) || c.elf == nil {
+		return a
+	}
+	at := c.frames[p].PC
+	if c.frames[p].ReturnAddress && at >= 2 {
+		at -= 2 // a noreturn call may end its function
+	}
+	callee, ok := c.elf.FuncAt(at)
+	caller := &c.frames[p+1]
+	if !ok || caller.Kind != unwinders.KindNormal || !caller.ReturnAddress || caller.AfterSVC || caller.Confidence != unwinders.ConfidenceHigh {
+		return a
+	}
+	vals, err := callSiteArgs(c.elf, c.mem, caller.PC, callee.Start)
+	if err != nil {
+		a.why += "; the caller's code proves nothing: " + err.Error()
+		return a
+	}
+	v, ok := vals[reg]
+	if !ok {
+		a.why += fmt.Sprintf("; the caller's code does not set r%d to a constant on every path to the call at 0x%08x", reg, caller.PC-4)
+		return a
+	}
+	return argVal{v: v.v, ok: true, typ: a.typ, from: fmt.Sprintf("r%d set to a constant at 0x%08x on every path to the call at 0x%08x (the caller's code)", reg, v.at, caller.PC-4)}
 }
 
 func (c *msgCtx) dwarfArg(f *report.FrameJSON, a report.VarJSON) argVal {
@@ -289,6 +322,39 @@ func unknownNote(m *report.MessageJSON) {
 func assertFuncMessage(c *msgCtx, j int) *report.MessageJSON {
 	m := &report.MessageJSON{Source: "__assert_func arguments"}
 	c.assertion(m, j, c.arg(j, "file", 0), c.arg(j, "line", 1), c.arg(j, "func", 2), c.arg(j, "failedexpr", 3), true)
+	// Called by newlib's __assert (which passes its own arguments on):
+	// what __assert was told fills in what is unknown here.
+	k := j + 1
+	for k < len(c.js) && c.js[k].Phys == c.js[j].Phys {
+		k++
+	}
+	if (m.File == "" || !strings.HasPrefix(m.Text, `assertion "`)) && k < len(c.js) && c.js[k].Function == "__assert" {
+		o := assertOldMessage(c, k)
+		used := false
+		if !strings.HasPrefix(m.Text, `assertion "`) && strings.HasPrefix(o.Text, `assertion "`) {
+			m.Text, used = o.Text, true
+		}
+		if m.File == "" && o.File != "" {
+			m.File, used = o.File, true
+		}
+		if m.Line == nil && o.Line != nil {
+			m.Line, used = o.Line, true
+		}
+		if used {
+			m.Source = "__assert_func and __assert arguments"
+			for _, a := range o.Args {
+				a.Name = "__assert " + a.Name
+				m.Args = append(m.Args, a)
+			}
+			unknownNote(m)
+			if !strings.HasPrefix(m.Text, `assertion "`) || m.File == "" {
+				return m
+			}
+			// Complete: the notes of __assert_func's unknown arguments
+			// no longer matter.
+			m.Note = ""
+		}
+	}
 	return m
 }
 
@@ -336,22 +402,30 @@ func vAssertMessage(c *msgCtx, j int) *report.MessageJSON {
 		return m
 	}
 	var file, line *report.VarJSON
+	fileReg, lineReg := -1, -1
+	scalar := len(f.Args) <= 4
 	for i := range f.Args {
 		a := &f.Args[i]
 		switch {
 		case strings.Contains(a.Type, "char") && strings.Contains(a.Type, "*") && file == nil:
-			file = a
+			file, fileReg = a, i
 		case !strings.Contains(a.Type, "*") && line == nil:
-			line = a
+			line, lineReg = a, i
+		}
+		if strings.Contains(a.Type, "long long") || strings.Contains(a.Type, "double") || strings.Contains(a.Type, "struct") && !strings.Contains(a.Type, "*") {
+			scalar = false // the i'th argument is then not in r<i>
 		}
 	}
+	if !scalar {
+		fileReg, lineReg = -1, -1
+	}
 	if file != nil {
-		if s, ok := c.strArg(m, file.Name, c.dwarfArg(f, *file)); ok {
+		if s, ok := c.strArg(m, file.Name, c.orCallSite(j, fileReg, c.dwarfArg(f, *file))); ok {
 			m.File = s
 		}
 	}
 	if line != nil {
-		if l, ok := c.intArg(m, line.Name, c.dwarfArg(f, *line), !strings.Contains(line.Type, "unsigned")); ok {
+		if l, ok := c.intArg(m, line.Name, c.orCallSite(j, lineReg, c.dwarfArg(f, *line)), !strings.Contains(line.Type, "unsigned")); ok {
 			m.Line = &l
 		}
 	}
