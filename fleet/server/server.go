@@ -225,7 +225,7 @@ func meta(r *http.Request, name string) (string, error) {
 	}
 	for _, c := range v {
 		if !unicode.IsPrint(c) {
-			return "", fmt.Errorf("header %s: holds the control character %U", name, c)
+			return "", fmt.Errorf("header %s: holds %U, a character that is not printable", name, c)
 		}
 	}
 	return v, nil

@@ -285,9 +285,9 @@ func (p *Pool) Decode(ctx context.Context, id string) (store.Result, error) {
 		return store.Result{Status: store.StatusWaiting, Error: msg, SymbolSeq: seq}
 	}
 	if len(elfs) == 0 {
-		msg := fmt.Sprintf("%s: no firmware ELF has been uploaded yet", id)
+		msg := fmt.Sprintf("%s: no usable firmware ELF has been uploaded yet", id)
 		if dump.BuildID != "" {
-			msg = fmt.Sprintf("%s: waiting for the ELF of build ID %s (no uploaded ELF pairs with the dump)", id, dump.BuildID)
+			msg += fmt.Sprintf(" (the dump's build ID is %s)", dump.BuildID)
 		}
 		return waiting(msg), nil
 	}
