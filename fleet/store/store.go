@@ -137,9 +137,16 @@ type Result struct {
 	// Error says why it failed or what it waits for.
 	Error string
 	// SymbolSeq is the highest Symbol.Seq the worker considered. With
-	// StatusWaiting, Complete queues the dump again at once when a
-	// symbol that may match it arrived after that.
+	// StatusWaiting or Provisional, Complete queues the dump again at
+	// once when a symbol that may match it arrived after that.
 	SymbolSeq int64
+	// Provisional marks a decoded result that a later ELF may change: the
+	// dump carries no build ID and was paired by content without proof
+	// (an unverified pairing), so an ELF uploaded later may pair better.
+	// Every new symbol queues such a dump again (as it does a waiting
+	// dump without a build ID), so that the final result does not depend
+	// on the order the ELFs arrived in.
+	Provisional bool
 }
 
 // Job is a claimed unit of work: decode one dump.
@@ -209,8 +216,10 @@ type Store interface {
 	// PutSymbol records an uploaded ELF (its file is already in
 	// fleet/blobs). The same SHA256 twice is one symbol: created is false
 	// and the stored one is returned. In the same transaction every dump
-	// waiting for symbols that the ELF may match (the same build ID, or
-	// a dump that carries none) is queued again; woken counts them.
+	// the ELF may change is queued again (status queued, a new job): the
+	// dumps waiting for symbols that it may match (the same build ID, or
+	// a dump that carries none) and the decoded dumps whose result is
+	// Provisional; woken counts them.
 	PutSymbol(ctx context.Context, s Symbol) (stored Symbol, created bool, woken int, err error)
 	// Symbols lists every symbol, newest first.
 	Symbols(ctx context.Context) ([]Symbol, error)

@@ -25,6 +25,7 @@ import (
 
 	"github.com/faultline-dev/faultline/analysis"
 	"github.com/faultline-dev/faultline/analysis/bucket"
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/analysis/symstore"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/fleet/blobs"
@@ -252,9 +253,10 @@ func (p *Pool) Decode(ctx context.Context, id string) (store.Result, error) {
 	if len(symbols) > 0 {
 		seq = symbols[0].Seq
 	}
-	// The candidates, oldest first (the first ELF of a build ID wins):
-	// those of the dump's build ID when there are any, else the newest
-	// MaxELFs to pair by content.
+	// A dump that names its build is decoded with that build's ELF (the
+	// first uploaded) and waits until one arrives; a dump without a
+	// build ID is paired by content with the newest MaxELFs ELFs, oldest
+	// first (analyze --symbols' choice).
 	var cands []store.Symbol
 	if dump.BuildID != "" {
 		for _, y := range symbols {
@@ -262,8 +264,11 @@ func (p *Pool) Decode(ctx context.Context, id string) (store.Result, error) {
 				cands = append(cands, y)
 			}
 		}
-	}
-	if len(cands) == 0 {
+		if len(cands) == 0 {
+			return store.Result{Status: store.StatusWaiting, SymbolSeq: seq,
+				Error: fmt.Sprintf("%s: waiting for the ELF of build ID %s (no uploaded ELF has it)", id, dump.BuildID)}, nil
+		}
+	} else {
 		cands = symbols[:min(len(symbols), p.cfg.MaxELFs)]
 	}
 	var elfs []symstore.ELF
@@ -285,11 +290,7 @@ func (p *Pool) Decode(ctx context.Context, id string) (store.Result, error) {
 		return store.Result{Status: store.StatusWaiting, Error: msg, SymbolSeq: seq}
 	}
 	if len(elfs) == 0 {
-		msg := fmt.Sprintf("%s: no usable firmware ELF has been uploaded yet", id)
-		if dump.BuildID != "" {
-			msg += fmt.Sprintf(" (the dump's build ID is %s)", dump.BuildID)
-		}
-		return waiting(msg), nil
+		return waiting(fmt.Sprintf("%s: no usable firmware ELF has been uploaded yet", id)), nil
 	}
 	set := symstore.New("the uploaded symbols", elfs)
 	rep, i, err := set.Pick(dump)
@@ -316,6 +317,8 @@ func (p *Pool) Decode(ctx context.Context, id string) (store.Result, error) {
 		ELF:       shas[i],
 		Analysis:  bytes.TrimSpace(b.Bytes()),
 		SymbolSeq: seq,
+		// Paired by content without proof: a later ELF may pair better.
+		Provisional: dump.BuildID == "" && (rep.Pairing == nil || rep.Pairing.Verdict != report.PairVerified),
 	}, nil
 }
 

@@ -168,10 +168,11 @@ func TestWaitingThenDecoded(t *testing.T) {
 	withID := f.addDump(t, "gcc-m3-Os-div0")               // carries a build ID
 	byContent := f.addDump(t, "gcc-m3-Os-null_write_deep") // carries none
 	drain(t, p)
-	for _, id := range []string{withID, byContent} {
-		if d := f.status(t, id); d.Status != store.StatusWaiting || !strings.Contains(d.Error, "no usable firmware ELF has been uploaded yet") {
-			t.Fatalf("without ELFs: %s %q", d.Status, d.Error)
-		}
+	if d := f.status(t, withID); d.Status != store.StatusWaiting || !strings.Contains(d.Error, "waiting for the ELF of build ID 61824535e2bf9761c4ce2b8870ec5602a41a32c6") {
+		t.Fatalf("without ELFs, a dump with a build ID: %s %q", d.Status, d.Error)
+	}
+	if d := f.status(t, byContent); d.Status != store.StatusWaiting || !strings.Contains(d.Error, "no usable firmware ELF has been uploaded yet") {
+		t.Fatalf("without ELFs, a dump without a build ID: %s %q", d.Status, d.Error)
 	}
 	other, _ := os.ReadFile(filepath.Join(repo, "firmware-samples/buildid/build/gcc-m3-O2.elf"))
 	f.addELF(t, other, "gcc-m3-O2.elf", "57dac794fb05f6051e02302940eb03bbd758fb12")
@@ -181,7 +182,7 @@ func TestWaitingThenDecoded(t *testing.T) {
 	if n := drain(t, p); n != 1 {
 		t.Fatalf("%d dumps decoded again after two ELFs of other builds arrived, want 1", n)
 	}
-	if d := f.status(t, withID); d.Status != store.StatusWaiting || !strings.Contains(d.Error, "(the dump's build ID is 61824535e2bf9761c4ce2b8870ec5602a41a32c6)") {
+	if d := f.status(t, withID); d.Status != store.StatusWaiting || !strings.Contains(d.Error, "waiting for the ELF of build ID 61824535e2bf9761c4ce2b8870ec5602a41a32c6") {
 		t.Fatalf("the dump with a build ID: %s %q", d.Status, d.Error)
 	}
 	if d := f.status(t, byContent); d.Status != store.StatusWaiting || !strings.Contains(d.Error, "no ELF in the uploaded symbols pairs with the dump") || !strings.Contains(d.Error, "broken.elf") {
@@ -195,5 +196,19 @@ func TestWaitingThenDecoded(t *testing.T) {
 		if d.Status != store.StatusDecoded || !bytes.Contains(d.Analysis, []byte(`"path":"gcc-m3-Os.elf"`)) {
 			t.Fatalf("with its ELF: %s %q %.200s", d.Status, d.Error, d.Analysis)
 		}
+	}
+	// The dump without a build ID was paired by content without proof
+	// (unverified): a later ELF may pair better, so it is decoded again;
+	// the one decoded with the ELF of its build ID is final.
+	third, _ := os.ReadFile(filepath.Join(repo, "firmware-samples/buildid/build/gcc-m3-O2-fp.elf"))
+	f.addELF(t, third, "gcc-m3-O2-fp.elf", "c86f05c5f989296d2d3988cf4cb8b72153d448ac")
+	if d := f.status(t, byContent); d.Status != store.StatusQueued {
+		t.Fatalf("the dump paired by content (unverified) is %s after another ELF arrived, want queued", d.Status)
+	}
+	if n := drain(t, p); n != 1 {
+		t.Fatalf("%d dumps decoded again, want 1", n)
+	}
+	if d := f.status(t, byContent); d.Status != store.StatusDecoded || !bytes.Contains(d.Analysis, []byte(`"path":"gcc-m3-Os.elf"`)) {
+		t.Fatalf("decoded again: %s %.200s", d.Status, d.Analysis)
 	}
 }

@@ -83,11 +83,13 @@ CREATE TABLE IF NOT EXISTS dumps (
 	elf      text NOT NULL,
 	analysis bytea,
 	error    text NOT NULL,
-	updated  bigint NOT NULL
+	updated  bigint NOT NULL,
+	provisional boolean NOT NULL DEFAULT false
 );
 CREATE INDEX IF NOT EXISTS dumps_bucket ON dumps (status, bucket);
 CREATE INDEX IF NOT EXISTS dumps_received ON dumps (received, id);
 CREATE INDEX IF NOT EXISTS dumps_waiting ON dumps (status, build_id);
+CREATE INDEX IF NOT EXISTS dumps_provisional ON dumps (status) WHERE provisional;
 CREATE TABLE IF NOT EXISTS jobs (
 	id          bigserial PRIMARY KEY,
 	dump_id     text NOT NULL UNIQUE,
@@ -197,11 +199,11 @@ func (s *Store) PutSymbol(ctx context.Context, y store.Symbol) (store.Symbol, bo
 }
 
 // wake queues again the waiting dumps a symbol with buildID may match
-// (the caller holds symbolsLock).
+// and the provisional decoded ones (the caller holds symbolsLock).
 func wake(ctx context.Context, tx pgx.Tx, buildID string, now time.Time) (int, error) {
 	rows, err := tx.Query(ctx, `UPDATE dumps SET status = $1, updated = $2
-		WHERE status = $3 AND (build_id = $4 OR build_id = '') RETURNING id`,
-		string(store.StatusQueued), ns(now), string(store.StatusWaiting), buildID)
+		WHERE (status = $3 AND (build_id = $4 OR build_id = '')) OR (status = $5 AND provisional) RETURNING id`,
+		string(store.StatusQueued), ns(now), string(store.StatusWaiting), buildID, string(store.StatusDecoded))
 	if err != nil {
 		return 0, fmt.Errorf("postgres: waking waiting dumps: %w", err)
 	}
@@ -389,7 +391,7 @@ func (s *Store) Complete(ctx context.Context, jobID int64, r store.Result, now t
 			return fmt.Errorf("postgres: complete job %d: %w", jobID, err)
 		}
 		applied = true
-		if r.Status == store.StatusWaiting {
+		if r.Status == store.StatusWaiting || r.Provisional {
 			// An ELF that arrived while the worker decoded found the
 			// dump queued, not waiting, and did not wake it: look now,
 			// under the lock every symbol upload takes.
@@ -418,8 +420,9 @@ func (s *Store) Complete(ctx context.Context, jobID int64, r store.Result, now t
 		if len(r.Analysis) > 0 {
 			a = r.Analysis
 		}
-		if _, err := tx.Exec(ctx, `UPDATE dumps SET status = $1, bucket = $2, elf = $3, analysis = $4, error = $5, updated = $6 WHERE id = $7`,
-			string(r.Status), bucket, r.ELF, a, r.Error, ns(now), dumpID); err != nil {
+		provisional := r.Status == store.StatusDecoded && r.Provisional
+		if _, err := tx.Exec(ctx, `UPDATE dumps SET status = $1, bucket = $2, elf = $3, analysis = $4, error = $5, updated = $6, provisional = $7 WHERE id = $8`,
+			string(r.Status), bucket, r.ELF, a, r.Error, ns(now), provisional, dumpID); err != nil {
 			return fmt.Errorf("postgres: complete job %d: %w", jobID, err)
 		}
 		return nil

@@ -66,11 +66,13 @@ CREATE TABLE IF NOT EXISTS dumps (
 	elf      TEXT NOT NULL,
 	analysis BLOB,
 	error    TEXT NOT NULL,
-	updated  INTEGER NOT NULL
+	updated  INTEGER NOT NULL,
+	provisional INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS dumps_bucket ON dumps(status, bucket);
 CREATE INDEX IF NOT EXISTS dumps_received ON dumps(received, id);
 CREATE INDEX IF NOT EXISTS dumps_waiting ON dumps(status, build_id);
+CREATE INDEX IF NOT EXISTS dumps_provisional ON dumps(status) WHERE provisional = 1;
 CREATE TABLE IF NOT EXISTS jobs (
 	id          INTEGER PRIMARY KEY AUTOINCREMENT,
 	dump_id     TEXT NOT NULL,
@@ -179,10 +181,12 @@ func (s *Store) PutSymbol(ctx context.Context, y store.Symbol) (store.Symbol, bo
 	return out, created, woken, nil
 }
 
-// wake queues again the waiting dumps a symbol with buildID may match.
+// wake queues again the waiting dumps a symbol with buildID may match
+// and the provisional decoded ones.
 func wake(ctx context.Context, tx *sql.Tx, buildID string, now time.Time) (int, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT id FROM dumps WHERE status = ? AND (build_id = ? OR build_id = '')`,
-		store.StatusWaiting, buildID)
+	rows, err := tx.QueryContext(ctx, `SELECT id FROM dumps WHERE status = ? AND (build_id = ? OR build_id = '')
+		UNION SELECT id FROM dumps WHERE status = ? AND provisional = 1`,
+		store.StatusWaiting, buildID, store.StatusDecoded)
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: waking waiting dumps: %w", err)
 	}
@@ -395,7 +399,7 @@ func (s *Store) Complete(ctx context.Context, jobID int64, r store.Result, now t
 		if _, err := tx.ExecContext(ctx, `DELETE FROM jobs WHERE id = ?`, jobID); err != nil {
 			return fmt.Errorf("sqlite: complete job %d: %w", jobID, err)
 		}
-		if r.Status == store.StatusWaiting {
+		if r.Status == store.StatusWaiting || r.Provisional {
 			// An ELF that arrived while the worker decoded found the
 			// dump queued, not waiting, and did not wake it: look now.
 			var later int
@@ -421,8 +425,9 @@ func (s *Store) Complete(ctx context.Context, jobID int64, r store.Result, now t
 		if r.Status == store.StatusDecoded {
 			bucket = r.Bucket.Signature
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE dumps SET status = ?, bucket = ?, elf = ?, analysis = ?, error = ?, updated = ? WHERE id = ?`,
-			r.Status, bucket, r.ELF, a, r.Error, ns(now), dumpID); err != nil {
+		provisional := r.Status == store.StatusDecoded && r.Provisional
+		if _, err := tx.ExecContext(ctx, `UPDATE dumps SET status = ?, bucket = ?, elf = ?, analysis = ?, error = ?, updated = ?, provisional = ? WHERE id = ?`,
+			r.Status, bucket, r.ELF, a, r.Error, ns(now), provisional, dumpID); err != nil {
 			return fmt.Errorf("sqlite: complete job %d: %w", jobID, err)
 		}
 		return nil

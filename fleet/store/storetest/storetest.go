@@ -37,6 +37,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"WaitingWokenByELF", testWaitingWoken},
 		{"ELFDuringDecode", testELFDuringDecode},
 		{"Failed", testFailed},
+		{"Provisional", testProvisional},
 		{"Buckets", testBuckets},
 		{"BucketFilters", testBucketFilters},
 		{"DumpsQuery", testDumpsQuery},
@@ -383,6 +384,60 @@ func testFailed(t *testing.T, s store.Store) {
 	if _, _, woken, _ := s.PutSymbol(ctx, store.Symbol{SHA256: sha(9), Received: T0}); woken != 0 {
 		t.Fatalf("an ELF woke %d failed dumps", woken)
 	}
+}
+
+// testProvisional: a decoded result that a later ELF may better is
+// queued again by every new symbol (and by one that arrived during its
+// decode); a final one never is.
+func testProvisional(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	add(t, s, newDump(1, "", "", "", T0))
+	add(t, s, newDump(2, "", "", "", T0.Add(time.Second)))
+	prov := decoded("sig")
+	prov.Provisional = true
+	j := claim(t, s, "w", T0)
+	complete(t, s, j.ID, prov, T0)
+	j = claim(t, s, "w", T0)
+	complete(t, s, j.ID, decoded("sig"), T0)
+	if b := must(s.Bucket(ctx, "sig", store.BucketFilter{Now: T0})).ok(t); b.Count != 2 {
+		t.Fatalf("count %d, want 2", b.Count)
+	}
+	_, _, woken, err := s.PutSymbol(ctx, store.Symbol{SHA256: sha(1), BuildID: "anything", Received: T0})
+	if err != nil || woken != 1 {
+		t.Fatalf("PutSymbol woke %d (%v), want 1 (the provisional dump)", woken, err)
+	}
+	if d := status(t, s, "d0001"); d.Status != store.StatusQueued {
+		t.Fatalf("the provisional dump is %s after an ELF arrived, want queued", d.Status)
+	}
+	if d := status(t, s, "d0002"); d.Status != store.StatusDecoded {
+		t.Fatalf("the final dump is %s after an ELF arrived, want decoded", d.Status)
+	}
+	j = claim(t, s, "w", T0)
+	if j.DumpID != "d0001" {
+		t.Fatalf("claimed %s", j.DumpID)
+	}
+	noJob(t, s, T0)
+	// An ELF arrives during the decode: the provisional answer is
+	// queued again at once, a final one is kept.
+	if _, _, woken, _ := s.PutSymbol(ctx, store.Symbol{SHA256: sha(2), Received: T0}); woken != 0 {
+		t.Fatalf("an ELF woke %d dumps while the only provisional one was being decoded", woken)
+	}
+	prov.SymbolSeq = 1
+	complete(t, s, j.ID, prov, T0)
+	if d := status(t, s, "d0001"); d.Status != store.StatusQueued {
+		t.Fatalf("a provisional answer older than the last ELF: %s, want queued", d.Status)
+	}
+	j = claim(t, s, "w", T0)
+	final := decoded("sig")
+	final.SymbolSeq = 1 // older than the last ELF too: final anyway
+	complete(t, s, j.ID, final, T0)
+	if d := status(t, s, "d0001"); d.Status != store.StatusDecoded {
+		t.Fatalf("a final answer: %s, want decoded", d.Status)
+	}
+	if _, _, woken, _ := s.PutSymbol(ctx, store.Symbol{SHA256: sha(3), Received: T0}); woken != 0 {
+		t.Fatalf("an ELF woke %d dumps, none is provisional any more", woken)
+	}
+	noJob(t, s, T0)
 }
 
 // decodeAll claims and completes every ready job with the bucket bySig
