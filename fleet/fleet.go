@@ -16,6 +16,7 @@ import (
 	"github.com/faultline-dev/faultline/fleet/store"
 	"github.com/faultline-dev/faultline/fleet/store/postgres"
 	"github.com/faultline-dev/faultline/fleet/store/sqlite"
+	"github.com/faultline-dev/faultline/fleet/web"
 	"github.com/faultline-dev/faultline/fleet/worker"
 )
 
@@ -36,7 +37,9 @@ type Config struct {
 	Workers int
 	// Tokens, when not nil, guard every request (server.Tokens).
 	Tokens *server.Tokens
-	// Pages serves the web UI (server.Config.Pages).
+	// Pages serves the web UI (server.Config.Pages); nil: the pages of
+	// fleet/web over this server's store, with the dumps' reports
+	// rendered by the engine with Options.
 	Pages http.Handler
 	// Options are the engine's (zero: analyze's defaults).
 	Options analysis.Options
@@ -104,7 +107,16 @@ func Open(ctx context.Context, cfg Config) (*Instance, error) {
 	}
 	pool := worker.New(worker.Config{Store: st, Blobs: bl, Options: cfg.Options, Workers: cfg.Workers,
 		Lease: cfg.Lease, Poll: cfg.Poll, Logf: cfg.Logf, Now: cfg.Now})
-	h := server.New(server.Config{Store: st, Blobs: bl, Tokens: cfg.Tokens, Notify: pool.Notify, Pages: cfg.Pages,
+	pages := cfg.Pages
+	if pages == nil {
+		p, err := web.New(web.Options{Store: st, Report: web.FileReporter(bl, st, pool.Options()), Now: cfg.Now})
+		if err != nil {
+			st.Close()
+			return nil, err
+		}
+		pages = p
+	}
+	h := server.New(server.Config{Store: st, Blobs: bl, Tokens: cfg.Tokens, Notify: pool.Notify, Pages: pages,
 		Now: cfg.Now, Logf: cfg.Logf})
 	return &Instance{Store: st, Blobs: bl, Pool: pool, Handler: h, workers: cfg.Workers}, nil
 }

@@ -114,6 +114,10 @@ func New(cfg Config) *Pool {
 	return &Pool{cfg: cfg, wake: make(chan struct{}, 1), elfs: map[string]*openELF{}}
 }
 
+// Options are the engine options the workers decode with, defaults
+// filled in (a report rendered again must use the same).
+func (p *Pool) Options() analysis.Options { return p.cfg.Options }
+
 // Notify tells an idle worker that a job may be ready (an upload in this
 // process); workers also poll, so a job from another process is found
 // within Config.Poll.
