@@ -549,14 +549,15 @@ func TestMessageRenderings(t *testing.T) {
 	if err := textout.Write(&b, r); err != nil {
 		t.Fatal(err)
 	}
-	if w := "\nMessage: " + summary + " (read from the __assert_func arguments, frame #" + strconv.Itoa(*m.Frame) + " at " + m.PC + ")\n"; !strings.Contains(b.String(), w) {
+	where := "__assert_func arguments, frame #" + strconv.Itoa(*m.Frame) + " at " + m.PC + ": failedexpr " + report.Hex(hexU32(t, c0.R3)) + ", file " + report.Hex(hexU32(t, c0.R0)) + ", func " + report.Hex(hexU32(t, c0.R2))
+	if w := "\nMessage: " + summary + " (read from the " + where + ")\n"; !strings.Contains(b.String(), w) {
 		t.Errorf("text lacks %q:\n%s", w, b.String())
 	}
 	b.Reset()
 	if err := htmlout.Write(&b, r, d, htmlout.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if w := "<b>" + html.EscapeString(summary) + "</b> · read from the __assert_func arguments, frame #" + strconv.Itoa(*m.Frame) + " at " + m.PC; !strings.Contains(b.String(), w) {
+	if w := "<b>" + html.EscapeString(summary) + "</b> · read from the " + where; !strings.Contains(b.String(), w) {
 		t.Errorf("HTML lacks %q", w)
 	}
 }
@@ -698,5 +699,18 @@ func TestCallSiteProofMOVT(t *testing.T) {
 		t.Errorf("movt after movs: %+v", got)
 	} else if _, ok := got[0]; ok {
 		t.Errorf("movt after movs proved r0: %+v", got)
+	}
+}
+
+// TestMessageTextProven: the text report names the values only the
+// caller's code proved (clang -O0: GDB has all three as optimized out).
+func TestMessageTextProven(t *testing.T) {
+	r := assertFixture(t, "clang-m3-O0-assert_newlib", Options{})
+	var b strings.Builder
+	if err := textout.Write(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "; failedexpr, file, func proven from the caller's code)\n") {
+		t.Errorf("text:\n%s", b.String())
 	}
 }

@@ -72,6 +72,26 @@ func (m *MessageJSON) Where() string {
 	switch {
 	case m.Frame != nil:
 		s += fmt.Sprintf(", frame #%d at %s", *m.Frame, m.PC)
+		// The strings' addresses, and which values only the caller's
+		// code proved.
+		var at []string
+		for _, a := range m.Args {
+			if a.Address != "" && a.Note == "" {
+				at = append(at, a.Name+" "+a.Address)
+			}
+		}
+		if len(at) > 0 {
+			s += ": " + strings.Join(at, ", ")
+		}
+		var proven []string
+		for _, a := range m.Args {
+			if strings.HasSuffix(a.From, "(the caller's code)") {
+				proven = append(proven, a.Name)
+			}
+		}
+		if len(proven) > 0 {
+			s += "; " + strings.Join(proven, ", ") + " proven from the caller's code"
+		}
 	case m.Address != "" && len(m.Args) > 0:
 		s += fmt.Sprintf(" at %s, pointing at %s", m.Args[0].Address, m.Address)
 	case m.Address != "":
