@@ -174,7 +174,7 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 		r.Warnings = append(r.Warnings, e+": file:line or inlined frames may be missing")
 	}
 	if kernel != nil {
-		threadReports(elf, t, kernel, chain, maxFrames, r, s)
+		threadReports(elf, t, kernel, chain, maxFrames, opt.Locals, r, s)
 	}
 	if elf != nil {
 		r.Heap = walkHeaps(elf, t, r)

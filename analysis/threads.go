@@ -201,7 +201,7 @@ func dumpThreads(d *crashdump.Dump, r *report.Report) *rtos.Kernel {
 
 // threadReports walks every non-current thread and fills r.Threads. It
 // runs after r.Frames is final: the current thread shares them.
-func threadReports(elf *elfsym.File, t *unwinders.Target, k *rtos.Kernel, chain []unwinders.Unwinder, maxFrames int, r *report.Report, s *Scratch) {
+func threadReports(elf *elfsym.File, t *unwinders.Target, k *rtos.Kernel, chain []unwinders.Unwinder, maxFrames int, locals bool, r *report.Report, s *Scratch) {
 	if maxFrames <= 0 || maxFrames > maxThreadFrames {
 		maxFrames = maxThreadFrames
 	}
@@ -337,6 +337,12 @@ func threadReports(elf *elfsym.File, t *unwinders.Target, k *rtos.Kernel, chain 
 		if n := len(j.Frames); n > 0 && jused < len(jslab) && &j.Frames[0] == &jslab[jused] {
 			jused += n
 			j.Frames = j.Frames[:n:n]
+		}
+		// The thread's frames get arguments (and locals) as the crash's
+		// do: frame 0 with every register of the saved context, callers
+		// with the callee-saved ones the walk recovered.
+		if w := attachVars(elf, t, j.Walk.Frames, j.Frames, locals); w != "" {
+			r.Warnings = append(r.Warnings, "thread "+j.Name+": "+w)
 		}
 		for i := range j.Frames {
 			j.Frames[i].Note = demangleText(elf, j.Frames[i].Note)

@@ -537,7 +537,7 @@ var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 {{end}}</table>
 {{range .Threads}}<details{{if .Current}} open{{end}}><summary><b>{{.Name}}</b> · {{.State}} · {{.ID}}{{range .Diagnosis}} · <span class="exc">{{.}}</span>{{end}}</summary>
 {{if .Error}}<p>{{.Error}}</p>{{else}}<table class="bt">
-{{range .BtNames}}<tr class="{{.Class}}"><td class="idx">#{{.Index}}</td><td class="pc">{{.PC}}</td><td class="fn">{{.Name}}</td><td class="loc">{{.Loc}}</td><td class="how">{{.How}}</td></tr>
+{{range .BtNames}}<tr class="{{.Class}}"><td class="idx">#{{.Index}}</td><td class="pc">{{.PC}}</td><td class="fn">{{.Name}}{{with .ArgsLine}} <span class="args">{{.}}</span>{{end}}{{range .Locals}}<div class="note">local {{.Text}}</div>{{end}}</td><td class="loc">{{.Loc}}</td><td class="how">{{.How}}</td></tr>
 {{end}}</table>{{end}}</details>
 {{end}}</section>
 {{end}}

@@ -128,6 +128,10 @@ func compareVars(t *testing.T, where string, ours []report.VarJSON, gdb []gdbVar
 			n.oursUnknown++
 		case o.Value == g.value:
 			n.equal++
+		case o.Value == "0x0" && strings.HasPrefix(g.value, "0x0 <"):
+			// GDB names what lies at address 0 (the vector table);
+			// faultline never names a NULL pointer.
+			n.equal++
 		default:
 			t.Errorf("%s: %s: GDB %q, faultline %q (entry %v)", where, g.name, g.value, o.Value, o.Entry)
 			n.bogus++

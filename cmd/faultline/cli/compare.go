@@ -254,10 +254,64 @@ func writeCompareText(cmd *cobra.Command, out *compareJSON, d *crashdump.Dump) e
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	writeCompareArgs(w, out)
 	if out.ThreadScores == nil {
 		return nil
 	}
 	return writeThreadScoresText(w, out)
+}
+
+// writeCompareArgs prints each strategy's frames with their arguments
+// (when DWARF gives any frame of any strategy arguments): strategies
+// whose frames and values are the same share one block, so a strategy
+// that found another caller, or other registers, stands out.
+func writeCompareArgs(w io.Writer, out *compareJSON) {
+	any := false
+	type block struct {
+		names []string
+		lines []string
+	}
+	var blocks []*block
+	byText := map[string]*block{}
+	for _, r := range out.Results {
+		if r.Error != "" || len(r.Frames) == 0 {
+			continue
+		}
+		var lines []string
+		for _, f := range r.Frames {
+			name := f.Function
+			switch {
+			case f.Kind == "exception":
+				name = "<exception frame>"
+			case name == "":
+				name = "??"
+			}
+			a := f.ArgsLine()
+			if a != "" {
+				any = true
+				name += " " + a
+			}
+			lines = append(lines, fmt.Sprintf("    #%-2d %s", f.Index, name))
+		}
+		key := strings.Join(lines, "\n")
+		if b, ok := byText[key]; ok {
+			b.names = append(b.names, r.Unwinder)
+			continue
+		}
+		b := &block{names: []string{r.Unwinder}, lines: lines}
+		byText[key] = b
+		blocks = append(blocks, b)
+	}
+	if !any {
+		return
+	}
+	fmt.Fprintln(w, "\nArguments (from DWARF; strategies with the same frames and values share a block)")
+	for _, b := range blocks {
+		fmt.Fprintf(w, "  %s\n", strings.Join(b.names, ", "))
+		for _, l := range b.lines {
+			fmt.Fprintln(w, l)
+		}
+	}
 }
 
 // writeThreadScoresText prints the RTOS thread scores: per strategy the
