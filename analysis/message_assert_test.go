@@ -714,3 +714,82 @@ func TestMessageTextProven(t *testing.T) {
 		t.Errorf("text:\n%s", b.String())
 	}
 }
+
+// TestMessageStackTop: every scenario's dump cut to the top of its RAM
+// (64 bytes to 2 KiB: the stack's top only, as a size-limited capture
+// keeps it) gives no message value the whole dump does not: each known
+// part equals the whole dump's, the rest is left out.
+func TestMessageStackTop(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join(repo, "fixtures/qemu-assert/*.gdbmsg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cuts, partial := 0, 0
+	for _, side := range paths {
+		base := strings.TrimSuffix(filepath.Base(side), ".gdbmsg")
+		build := strings.Join(strings.SplitN(base, "-", 4)[:3], "-")
+		opt := Options{}
+		if strings.Contains(base, "message_") {
+			opt.Message = "last_error"
+		}
+		elf, d := openFixture(t, verdictFixture{filepath.Join(repo, "fixtures/qemu-assert", base+".json"), filepath.Join(repo, "firmware-samples/assert/build", build+".elf")})
+		full, err := Analyze(elf, d, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m0 := full.Message
+		for _, keep := range []int{64, 256, 512, 2048} {
+			c := *d
+			c.Memory = nil
+			for _, r := range d.Memory {
+				if r.Addr == 0x20000000 && len(r.Data) > keep {
+					r = unwinders.Region{Addr: r.Addr + uint32(len(r.Data)-keep), Data: r.Data[len(r.Data)-keep:]}
+				}
+				c.Memory = append(c.Memory, r)
+			}
+			r, err := Analyze(elf, &c, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cuts++
+			m := r.Message
+			if m == nil {
+				partial++
+				continue
+			}
+			if m0 == nil {
+				t.Errorf("%s cut to %d: message %+v, none in the whole dump", base, keep, m)
+				continue
+			}
+			same := func(what, got, want string) {
+				if got != "" && got != want {
+					t.Errorf("%s cut to %d: %s %q, the whole dump %q", base, keep, what, got, want)
+				}
+			}
+			if !strings.Contains(m.Text, "unknown") && m.Text != "" {
+				same("text", m.Text, m0.Text)
+			}
+			same("file", m.File, m0.File)
+			same("function", m.Function, m0.Function)
+			if m.Line != nil && (m0.Line == nil || *m.Line != *m0.Line) {
+				t.Errorf("%s cut to %d: line %d, the whole dump %v", base, keep, *m.Line, m0.Line)
+			}
+			for _, a := range m.Args {
+				if a.Value == "" {
+					continue
+				}
+				if b := msgArg(m0, a.Name); b == nil || b.Value != a.Value {
+					t.Errorf("%s cut to %d: %s = %s, the whole dump %+v", base, keep, a.Name, a.Value, b)
+				}
+			}
+			if m.Text != m0.Text || m.File != m0.File {
+				partial++
+			}
+		}
+		elf.Close()
+	}
+	t.Logf("%d cut dumps, %d with less of the message than the whole dump", cuts, partial)
+	if cuts < 100 {
+		t.Errorf("%d cuts", cuts)
+	}
+}
