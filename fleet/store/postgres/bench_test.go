@@ -25,6 +25,28 @@ import (
 //
 // FAULTLINE_BENCH_UPLOADS overrides the 10,000.
 func BenchmarkFleetPostgres(b *testing.B) {
+	benchFleet(b, func(b *testing.B) (dsn string, server []string, workers [][]string) {
+		dsn = pgtest.DSN(b)
+		w := []string{"serve", "--worker", "--db", dsn, "--workers", "2"}
+		return dsn, []string{"serve", "--db", dsn, "--workers", "0"}, [][]string{w, w, w}
+	})
+}
+
+// BenchmarkFleetSQLite is the same load on the one-machine set-up, the
+// baseline: one `faultline serve --data DIR --workers 2` process (its
+// SQLite database and files in DIR) takes the uploads and decodes them.
+//
+//	go test -run '^$' -bench FleetSQLite -benchtime 1x ./fleet/store/postgres
+func BenchmarkFleetSQLite(b *testing.B) {
+	benchFleet(b, func(b *testing.B) (string, []string, [][]string) {
+		return "", []string{"serve", "--data", b.TempDir(), "--workers", "2"}, nil
+	})
+}
+
+// benchFleet runs the load against the processes setup gives: the server's
+// arguments (--listen is added) and each worker process's. dsn, when not
+// "", is the PostgreSQL database to watch; else the server's API is.
+func benchFleet(b *testing.B, setup func(b *testing.B) (dsn string, server []string, workers [][]string)) {
 	n := 10000
 	if v := envInt("FAULTLINE_BENCH_UPLOADS"); v > 0 {
 		n = v
@@ -36,19 +58,22 @@ func BenchmarkFleetPostgres(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		dsn := pgtest.DSN(b)
+		dsn, serverArgs, workerArgs := setup(b)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-		st, err := Open(ctx, dsn)
-		if err != nil {
-			b.Fatal(err)
-		}
 		addr := freePort(b)
 		base := "http://" + addr
-		srv := startProc(b, bin, dir, fmt.Sprintf("bench-server-%d", i), "serve", "--db", dsn, "--listen", addr, "--workers", "0")
+		srv := startProc(b, bin, dir, fmt.Sprintf("bench-server-%d", i), append(serverArgs, "--listen", addr)...)
 		waitHTTP(b, base, srv)
-		var workers []*proc
-		for w := range 3 {
-			workers = append(workers, startProc(b, bin, dir, fmt.Sprintf("bench-worker-%d-%d", i, w), "serve", "--worker", "--db", dsn, "--workers", "2"))
+		procs := []*proc{srv}
+		for w, args := range workerArgs {
+			procs = append(procs, startProc(b, bin, dir, fmt.Sprintf("bench-worker-%d-%d", i, w), args...))
+		}
+		var st *Store
+		if dsn != "" {
+			var err error
+			if st, err = Open(ctx, dsn); err != nil {
+				b.Fatal(err)
+			}
 		}
 		if err := uploadELFs(ctx, base, elfs); err != nil {
 			b.Fatal(err)
@@ -60,7 +85,12 @@ func BenchmarkFleetPostgres(b *testing.B) {
 			b.Fatal(err)
 		}
 		uploaded := time.Since(start)
-		if err := waitDecoded(ctx, st, n, append([]*proc{srv}, workers...)); err != nil {
+		if st != nil {
+			err = waitDecoded(ctx, st, n, procs)
+		} else {
+			err = waitDecodedAPI(ctx, base, n, procs)
+		}
+		if err != nil {
 			b.Fatal(err)
 		}
 		decoded := time.Since(start)
@@ -69,11 +99,13 @@ func BenchmarkFleetPostgres(b *testing.B) {
 		b.ReportMetric(float64(percentile(lat, 0.50).Microseconds())/1000, "p50-ms")
 		b.ReportMetric(float64(percentile(lat, 0.99).Microseconds())/1000, "p99-ms")
 		b.ReportMetric(float64(n)/decoded.Seconds(), "decoded/s")
-		for _, w := range workers {
-			w.stop()
+		for _, p := range procs[1:] {
+			p.stop()
 		}
 		srv.stop()
-		st.Close()
+		if st != nil {
+			st.Close()
+		}
 		cancel()
 	}
 }

@@ -112,6 +112,12 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		// The parse error may quote the DSN, password included.
 		return nil, errors.New("postgres: the connection string does not parse (postgres://USER:PASSWORD@HOST:PORT/DB?sslmode=...)")
 	}
+	if !strings.Contains(dsn, "pool_max_conns") {
+		// pgxpool's default (4 on this kind of machine) queues a
+		// server's concurrent uploads behind each other; each request
+		// holds a connection for one short transaction at a time.
+		cfg.MaxConns = 16
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)

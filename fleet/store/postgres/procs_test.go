@@ -451,3 +451,43 @@ func envInt(name string) int {
 	}
 	return v
 }
+
+// waitDecodedAPI waits until the server's buckets count want dumps (a
+// server whose database this test cannot read: SQLite).
+func waitDecodedAPI(ctx context.Context, base string, want int, procs []*proc) error {
+	last, since := -1, time.Now()
+	for {
+		resp, err := http.Get(base + "/api/v1/buckets")
+		if err != nil {
+			return err
+		}
+		var bs struct{ Buckets []struct{ Count int } }
+		err = json.NewDecoder(resp.Body).Decode(&bs)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		got := 0
+		for _, b := range bs.Buckets {
+			got += b.Count
+		}
+		if got == want {
+			return nil
+		}
+		if got != last {
+			last, since = got, time.Now()
+		} else if time.Since(since) > time.Minute {
+			return fmt.Errorf("no progress for a minute: %d of %d dumps decoded", got, want)
+		}
+		for _, p := range procs {
+			if p.exited() {
+				return fmt.Errorf("%s exited: %v\n%s", p.name, p.err, p.tail())
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d decoded: %w", got, want, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
