@@ -25,7 +25,11 @@ import (
 	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/fleet"
 	"github.com/faultline-dev/faultline/internal/browsertest"
+	"github.com/faultline-dev/faultline/internal/testtool/pgtest"
 )
+
+// TestMain stops the throwaway PostgreSQL cluster, if the tests started one.
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // The fleet of fixtures/fleet: three builds of the sample firmware (the
 // ELFs with a build ID), each crashed three ways in QEMU with GDB's
@@ -157,8 +161,7 @@ type bucketRow struct {
 	Count     int      `json:"count"`
 	Devices   []string `json:"devices"`
 	Versions  []string `json:"versions"`
-	Bars      int      `json:"bars"`
-	Today     string   `json:"today"`
+	Bars      []string `json:"bars"` // the sparkline's tooltips, "DATE: N dumps"
 }
 
 const readBucketRows = `[...document.querySelectorAll("table.buckets tr.bucket")].map(r => ({
@@ -168,8 +171,7 @@ const readBucketRows = `[...document.querySelectorAll("table.buckets tr.bucket")
 	count: +r.querySelector("td.count").textContent,
 	devices: [...r.querySelectorAll("td.devices .vals span")].map(s => s.textContent),
 	versions: [...r.querySelectorAll("td.versions .vals span")].map(s => s.textContent),
-	bars: r.querySelectorAll("svg.spark rect").length,
-	today: r.querySelector("svg.spark rect:last-of-type title").textContent,
+	bars: [...r.querySelectorAll("svg.spark rect title")].map(x => x.textContent),
 }))`
 
 // poll reloads the page at u until cond holds, at most timeout.
@@ -212,18 +214,23 @@ func eval[T any](t *testing.T, ctx context.Context, js string) T {
 }
 
 // TestBrowser drives the crash server's pages in headless Chromium as a
-// user would, against a real server (SQLite store, content-addressed
-// files, decoding workers): dumps uploaded before their ELFs wait for
+// user would, against a real server (the SQLite store and
+// content-addressed files, then PostgreSQL; decoding workers): dumps uploaded before their ELFs wait for
 // symbols; the ELFs uploaded late turn them into decoded dumps in the
 // buckets `analyze --summary` gives; a bucket and a dump page show the
 // crash with GDB's backtrace; the version and device filters narrow the
 // list.
 func TestBrowser(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) { testBrowser(t, startServer(t, "")) })
+	// The same pages over PostgreSQL, the uploaded files in the database.
+	t.Run("postgres", func(t *testing.T) { testBrowser(t, startServer(t, pgtest.DSN(t))) })
+}
+
+func testBrowser(t *testing.T, base string) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := startServer(t)
 	ctx := browsertest.New(t, browsertest.Options{Timeout: 4 * time.Minute})
 
 	dumps := loadFleet(t, root)
@@ -310,7 +317,8 @@ func TestBrowser(t *testing.T) {
 
 	// 3. The bucket list: analyze's buckets, counts, devices, versions,
 	// a sparkline with today's bar.
-	today := time.Now().UTC().Format("2006-01-02")
+	now := time.Now().UTC()
+	today, yesterday := now.Format("2006-01-02"), now.AddDate(0, 0, -1).Format("2006-01-02")
 	if len(rows) != len(want) {
 		t.Fatalf("%d buckets, want %d: %+v", len(rows), len(want), rows)
 	}
@@ -341,8 +349,19 @@ func TestBrowser(t *testing.T) {
 		if !slices.Equal(gotDevs, devs) || !slices.Equal(gotVers, vers) {
 			t.Errorf("bucket %s: devices %q versions %q, want %q and %q", r.Signature, gotDevs, gotVers, devs, vers)
 		}
-		if r.Bars != 30 || r.Today != fmt.Sprintf("%s: %d dumps", today, len(w.Dumps)) {
-			t.Errorf("bucket %s: sparkline of %d bars, today %q, want 30 bars and %q", r.Signature, r.Bars, r.Today, fmt.Sprintf("%s: %d dumps", today, len(w.Dumps)))
+		// The sparkline: 30 days ending today (yesterday when the day
+		// turned since the page was drawn), every dump counted once.
+		sum := 0
+		for _, b := range r.Bars {
+			var day string
+			var n int
+			if _, err := fmt.Sscanf(strings.Replace(b, ":", " ", 1), "%s %d", &day, &n); err != nil {
+				t.Errorf("bucket %s: a sparkline bar says %q", r.Signature, b)
+			}
+			sum += n
+		}
+		if len(r.Bars) != 30 || sum != len(w.Dumps) || !(strings.HasPrefix(r.Bars[29], today+":") || strings.HasPrefix(r.Bars[29], yesterday+":")) {
+			t.Errorf("bucket %s: sparkline %q, want 30 days ending %s counting %d dumps", r.Signature, r.Bars, today, len(w.Dumps))
 		}
 	}
 	shot(t, ctx, "buckets")
@@ -521,19 +540,19 @@ func shot(t *testing.T, ctx context.Context, name string) {
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, filepath.Base(t.Name())+"-"+name+".png"), png, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// startServer runs the crash server as `faultline serve --data DIR`
-// does (fleet.Open: the SQLite store and the uploaded files under a
-// fresh directory, the API and these pages) with two decoding workers,
-// on a loopback port.
-func startServer(t *testing.T) string {
+// startServer runs the crash server as `faultline serve --data DIR
+// [--db DB]` does (fleet.Open: the SQLite store and the uploaded files
+// under a fresh directory, or PostgreSQL at db; the API and these pages)
+// with two decoding workers, on a loopback port.
+func startServer(t *testing.T, db string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	in, err := fleet.Open(ctx, fleet.Config{Data: t.TempDir(), Workers: 2, Poll: 100 * time.Millisecond, Logf: t.Logf})
+	in, err := fleet.Open(ctx, fleet.Config{Data: t.TempDir(), DB: db, Workers: 2, Poll: 100 * time.Millisecond, Logf: t.Logf})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
