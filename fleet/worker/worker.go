@@ -205,14 +205,17 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// Process claims one job as worker name and completes it. It reports
-// whether there was one; an error is the Store's (the job then stays
-// leased and is taken again after its lease).
+// Process claims one job as worker name and completes it, even when ctx
+// ends meanwhile. It reports whether there was one; an error is the
+// Store's (the job then stays leased and is taken again after its lease).
 func (p *Pool) Process(ctx context.Context, name string) (bool, error) {
 	job, ok, err := p.cfg.Store.Claim(ctx, name, p.cfg.Now(), p.cfg.Lease)
 	if err != nil || !ok {
 		return false, err
 	}
+	// A claimed job is finished even when ctx ends meanwhile (a server
+	// stopping): abandoning it would leave the dump to wait out its lease.
+	ctx = context.WithoutCancel(ctx)
 	var r store.Result
 	if job.Attempts > p.cfg.MaxAttempts {
 		r = store.Result{Status: store.StatusFailed,
