@@ -330,7 +330,7 @@ func TestAssertSampleMessages(t *testing.T) {
 			t.Errorf("scenario %s: %d builds, want 4", s, scen[s])
 		}
 	}
-	if fullAsserts < 8 || checked < 95 {
+	if fullAsserts < 14 || checked < 160 {
 		t.Errorf("%d assertions with their expression, %d values checked", fullAsserts, checked)
 	}
 	t.Logf("%d dumps, %d values checked against GDB, %d assertions with their expression, %d arguments GDB calls <optimized out> proven from the caller's code", len(sides), checked, fullAsserts, beyondGDB)
