@@ -189,7 +189,7 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 			}
 		}
 	}
-	r.Logs, r.Warnings = findLogs(elf, t, d, opt.Logs, r.Warnings)
+	r.Logs, r.Warnings = findLogs(elf, t, d, opt.Logs, r.Threads, r.Warnings)
 	if r.Warnings == nil {
 		r.Warnings = []string{}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/faultline-dev/faultline/analysis/report"
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/logs"
@@ -13,13 +14,22 @@ import (
 // findLogs collects the logs left in the dump's RAM: every SEGGER RTT
 // control block's up buffers, Zephyr's log buffer, and the --log symbols. Problems go to
 // warnings.
-func findLogs(elf *elfsym.File, t *unwinders.Target, d *crashdump.Dump, syms []string, warnings []string) ([]logs.Log, []string) {
+func findLogs(elf *elfsym.File, t *unwinders.Target, d *crashdump.Dump, syms []string, threads []report.ThreadJSON, warnings []string) ([]logs.Log, []string) {
 	if t == nil || t.Mem == nil {
 		return nil, warnings
 	}
 	out, warns := logs.FindRTT(t.Mem, rttRanges(elf, d))
 	warnings = append(warnings, warns...)
-	if zl, ok, err := logs.FindZephyr(elf, t.Mem); err != nil {
+	// Zephyr's log thread prefix names threads as the kernel's list does.
+	names := map[string]string{}
+	for _, th := range threads {
+		names[th.ID] = th.Name
+	}
+	threadName := func(id uint32) (string, bool) {
+		n, ok := names[fmt.Sprintf("0x%08x", id)]
+		return n, ok
+	}
+	if zl, ok, err := logs.FindZephyr(elf, t.Mem, threadName); err != nil {
 		warnings = append(warnings, err.Error())
 	} else if ok {
 		out = append(out, zl)

@@ -43,6 +43,12 @@ type ZephyrBuffer struct {
 	// The log_const area (struct log_source_const_data, 8 bytes each) and
 	// the log_dynamic one (4 bytes each, CONFIG_LOG_RUNTIME_FILTERING).
 	ConstStart, ConstEnd, DynStart, DynEnd uint32
+	// Layout is the message layout the ELF's DWARF states, nil without.
+	Layout *zLayout
+	// ThreadNames: the console prints thread names (k_thread has a name);
+	// ThreadName gives a thread's name from the dump.
+	ThreadNames bool
+	ThreadName  func(uint32) (string, bool)
 	// Dropped is log_core.c's dropped_cnt (messages dropped since the log
 	// thread last printed its "--- N messages dropped ---"); -1: unknown.
 	Dropped int64
@@ -60,6 +66,10 @@ type Entry struct {
 	// "claimed" (being printed when the dump was taken), "pending" (never
 	// printed before the dump).
 	State string `json:"state"`
+	// Thread is the logging thread (CONFIG_LOG_THREAD_ID_PREFIX), 0 in
+	// an interrupt; ThreadName how the console names it ("irq" for 0).
+	Thread     string `json:"thread,omitempty"`
+	ThreadName string `json:"thread_name,omitempty"`
 	// Data is a hexdump message's data, in hex.
 	Data string `json:"data,omitempty"`
 	// Note says what could not be decoded.
@@ -81,6 +91,12 @@ type zLayout struct {
 	head    uint32 // header bytes before the package, padding included
 	align   uint32 // message alignment
 	ts8     bool   // 64-bit timestamps
+	srcOff  uint32 // the source's offset in the header
+	tsOff   uint32 // the timestamp's
+	tidOff  int    // the thread's (CONFIG_LOG_THREAD_ID_PREFIX), -1: none or unknown
+	// fromDWARF: the fields come from the ELF's struct log_msg_hdr
+	// (otherwise the defaults: source at 4, timestamp at 8, no thread).
+	fromDWARF bool
 }
 
 func (l zLayout) name() string {
@@ -88,11 +104,35 @@ func (l zLayout) name() string {
 	if l.pkgBits == 10 {
 		v = "log_msg2"
 	}
-	return fmt.Sprintf("%s, %d-byte header, %d-byte alignment", v, l.head, l.align)
+	s := fmt.Sprintf("%s, %d-byte header, %d-byte alignment", v, l.head, l.align)
+	if l.ts8 {
+		s += ", 64-bit timestamps"
+	}
+	if l.tidOff >= 0 {
+		s += ", thread ids"
+	}
+	if l.fromDWARF {
+		s += " (from DWARF)"
+	} else {
+		s += " (no DWARF: found by walking the ring; a thread id prefix would not be shown)"
+	}
+	return s
 }
 
-func zLayouts(version int) []zLayout {
+func zLayouts(version int, dw *zLayout) []zLayout {
 	var out []zLayout
+	if dw != nil {
+		// The debugging information fixes everything but the alignment
+		// (sizeof(struct log_msg) is a multiple of it).
+		for _, align := range []uint32{8, 16} {
+			if dw.head%align == 0 {
+				l := *dw
+				l.align = align
+				out = append(out, l)
+			}
+		}
+		return out
+	}
 	bits := []uint{11, 10}
 	switch version {
 	case 3:
@@ -108,7 +148,7 @@ func zLayouts(version int) []zLayout {
 				ts8 bool
 			}{{12, false}, {16, false}, {16, true}, {20, true}} {
 				head := (h.raw + align - 1) &^ (align - 1)
-				out = append(out, zLayout{pkgBits: b, head: head, align: align, ts8: h.ts8})
+				out = append(out, zLayout{pkgBits: b, head: head, align: align, ts8: h.ts8, srcOff: 4, tsOff: 8, tidOff: -1})
 			}
 		}
 	}
@@ -181,14 +221,39 @@ func (r *zRing) item(at uint32, state string, strict bool) (zItem, bool) {
 
 func (r *zRing) addr(word uint32) uint32 { return r.zb.Data + 4*word }
 
+// threadLabel names a thread as the console's prefix does: "irq" for none,
+// its name (CONFIG_THREAD_NAME), else its address as %p prints it; "" when
+// the name is not known from the dump.
+func (r *zRing) threadLabel(tid uint32) string {
+	switch {
+	case !r.zb.ThreadNames && tid == 0:
+		return "(nil)"
+	case !r.zb.ThreadNames:
+		return fmt.Sprintf("0x%x", tid)
+	case tid == 0:
+		return "irq"
+	}
+	if r.zb.ThreadName != nil {
+		if n, ok := r.zb.ThreadName(tid); ok {
+			return n
+		}
+	}
+	return ""
+}
+
 func (r *zRing) decode(at, level, plen, dlen uint32, state string) (*Entry, error) {
 	e := &Entry{Address: fmt.Sprintf("0x%08x", r.addr(at)), Level: zLevels[level], State: state}
-	ts := uint64(r.words[at+2])
+	ts := uint64(r.words[at+r.lay.tsOff/4])
 	if r.lay.ts8 {
-		ts |= uint64(r.words[at+3]) << 32
+		ts |= uint64(r.words[at+r.lay.tsOff/4+1]) << 32
 	}
 	e.Timestamp = ts
-	src := r.words[at+1]
+	if r.lay.tidOff >= 0 {
+		tid := r.words[at+uint32(r.lay.tidOff)/4]
+		e.Thread = fmt.Sprintf("0x%08x", tid)
+		e.ThreadName = r.threadLabel(tid)
+	}
+	src := r.words[at+r.lay.srcOff/4]
 	if level != 0 {
 		name, err := r.source(src)
 		if err != nil {
@@ -302,7 +367,7 @@ func Zephyr(mem unwinders.Memory, zb ZephyrBuffer) (Log, error) {
 		lay   zLayout
 		found bool
 	)
-	for _, cand := range zLayouts(zb.Version) {
+	for _, cand := range zLayouts(zb.Version, zb.Layout) {
 		r := &zRing{mem: mem, zb: zb, lay: cand, words: words}
 		items, ok := r.walkAll(tmpWr, wr, tmpRd, rd)
 		if ok {

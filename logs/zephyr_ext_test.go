@@ -80,7 +80,7 @@ func TestZephyrLogCorrupt(t *testing.T) {
 				le.PutUint32(ram[off:], uint32(rng.Intn(300)))
 			}
 		}
-		l, found, err := logs.FindZephyr(elf, memOf(t, elf, d))
+		l, found, err := logs.FindZephyr(elf, memOf(t, elf, d), nil)
 		if !found {
 			t.Fatalf("round %d: the buffer is no longer found", round)
 		}
@@ -115,7 +115,7 @@ func TestZephyrLogNoStorage(t *testing.T) {
 	for i := uint32(0); i < 64; i++ {
 		ram[ctl-0x20000000+i] = 0
 	}
-	_, found, err := logs.FindZephyr(elf, memOf(t, elf, d))
+	_, found, err := logs.FindZephyr(elf, memOf(t, elf, d), nil)
 	if !found || err == nil || !strings.Contains(err.Error(), "does not point at buf32") {
 		t.Errorf("found %v, err %v", found, err)
 	}

@@ -11,7 +11,10 @@ import (
 // log_core.c's log_buffer (struct mpsc_pbuf_buffer) over its buf32
 // storage. ok is false when the ELF has no such buffer (not Zephyr, or
 // immediate/minimal logging, or log v1: a note says which).
-func FindZephyr(elf *elfsym.File, mem unwinders.Memory) (l Log, ok bool, err error) {
+//
+// threadName names a thread (a struct k_thread address) when the dump's
+// RTOS threads are known; nil otherwise.
+func FindZephyr(elf *elfsym.File, mem unwinders.Memory, threadName func(uint32) (string, bool)) (l Log, ok bool, err error) {
 	if elf == nil || mem == nil {
 		return Log{}, false, nil
 	}
@@ -96,6 +99,14 @@ func FindZephyr(elf *elfsym.File, mem unwinders.Memory) (l Log, ok bool, err err
 			break
 		}
 	}
+	if dw, ok := readZDWARF(elf.DWARF()); ok {
+		zb.Layout, zb.ThreadNames = &dw.lay, dw.threadName
+		zb.Version = 3
+		if dw.lay.pkgBits == 10 {
+			zb.Version = 2
+		}
+	}
+	zb.ThreadName = threadName
 	l, err = Zephyr(mem, zb)
 	return l, true, err
 }

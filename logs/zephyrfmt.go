@@ -365,6 +365,13 @@ func renderZ(e Entry, zb ZephyrBuffer) string {
 		fmt.Fprintf(&p, "[%08d] ", e.Timestamp)
 	}
 	fmt.Fprintf(&p, "<%s> ", e.Level)
+	if e.Thread != "" {
+		n := e.ThreadName
+		if n == "" {
+			n = "?" + e.Thread // the name is not in the dump
+		}
+		fmt.Fprintf(&p, "[%s] ", n)
+	}
 	if e.Source != "" {
 		fmt.Fprintf(&p, "%s: ", e.Source)
 	}

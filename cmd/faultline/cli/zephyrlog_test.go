@@ -42,6 +42,9 @@ func checkZephyrLog(t *testing.T, dump, console string) {
 		t.Fatalf("logs: %+v, want Zephyr's log_buffer", r.Logs)
 	}
 	l := r.Logs[0]
+	if !strings.Contains(l.Note, "log_msg, 16-byte header, 8-byte alignment (from DWARF)") {
+		t.Errorf("note %q: want the layout read from the ELF's struct log_msg", l.Note)
+	}
 	con := strings.ReplaceAll(console, "\r\n", "\n")
 	// Every decoded line is the console's, in its order, up to its end.
 	if !strings.HasSuffix(con, l.Text) || !strings.HasSuffix(con[:len(con)-len(l.Text)], "\n") {

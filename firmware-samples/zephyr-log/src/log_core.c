@@ -1,9 +1,9 @@
 /*
  * The packet ring and the message layout (Zephyr 3.x log_msg):
- *   word 0: valid:1 busy:1 type:1 domain:3 level:3 package_len:11 data_len:12
- *   word 1: source (struct log_source_const_data *)
- *   word 2: timestamp (cycles)
- *   word 3: padding to the package's 8-byte alignment
+ *   struct log_msg (zlog.h): the descriptor word (valid:1 busy:1 type:1
+ *   domain:3 level:3 package_len:11 data_len:12), the source (struct
+ *   log_source_const_data *), the timestamp (cycles), padding to the
+ *   package's 8-byte alignment
  *   then the package, then the hexdump data; the message padded to 8 bytes.
  * The package: a descriptor word (length in words, appended strings,
  * read-only and read-write string index counts), the format pointer, the
@@ -78,12 +78,15 @@ static uint32_t *msg_alloc(uint32_t wlen)
 	return &buf32[wr];
 }
 
-__attribute__((noinline)) void z_log_msg_finalize(uint32_t *msg, const void *source, uint32_t desc)
+__attribute__((noinline)) void z_log_msg_finalize(struct log_msg *msg, const void *source,
+						  struct log_msg_desc desc)
 {
-	msg[1] = (uint32_t)source;
-	msg[2] = cycles;
-	msg[3] = 0;
-	msg[0] = desc | 1u; /* valid: committed */
+	msg->hdr.source = source;
+	msg->hdr.timestamp = cycles;
+	for (unsigned i = 0; i < sizeof msg->padding; i++)
+		msg->padding[i] = 0;
+	desc.valid = 1; /* committed */
+	msg->hdr.desc = desc;
 	log_buffer.wr_idx = log_buffer.tmp_wr_idx;
 	uint32_t u = used_words();
 	if (u > log_buffer.max_usage)
@@ -176,11 +179,13 @@ static void vlog(const struct log_source_const_data *src, int level, const void 
 	uint32_t *msg = msg_alloc(wlen);
 	if (!msg)
 		return;
-	uint8_t *pkg = (uint8_t *)&msg[4];
+	struct log_msg *m = (struct log_msg *)msg;
+	uint8_t *pkg = m->data;
 	package(pkg, fmt, ap);
 	for (uint32_t i = 0; i < dlen; i++)
 		pkg[plen + i] = ((const uint8_t *)data)[i];
-	z_log_msg_finalize(msg, src, ((uint32_t)level << 6) | (plen << 9) | (dlen << 20));
+	struct log_msg_desc desc = {.level = (uint32_t)level, .package_len = plen, .data_len = dlen};
+	z_log_msg_finalize(m, src, desc);
 }
 
 void z_log(const struct log_source_const_data *src, int level, const char *fmt, ...)

@@ -13,6 +13,30 @@ struct log_source_const_data {
 	uint8_t level;
 };
 
+/* The message header as Zephyr 3.x lays it out; the firmware's DWARF
+ * describes it, as a Zephyr ELF's does. */
+struct log_msg_desc {
+	uint32_t valid : 1;
+	uint32_t busy : 1;
+	uint32_t type : 1;
+	uint32_t domain : 3;
+	uint32_t level : 3;
+	uint32_t package_len : 11;
+	uint32_t data_len : 12;
+};
+
+struct log_msg_hdr {
+	struct log_msg_desc desc;
+	const void *source;
+	uint32_t timestamp;
+};
+
+struct log_msg {
+	struct log_msg_hdr hdr;
+	uint8_t padding[4];
+	uint8_t data[];
+};
+
 #define LOG_LEVEL_ERR 1
 #define LOG_LEVEL_WRN 2
 #define LOG_LEVEL_INF 3
