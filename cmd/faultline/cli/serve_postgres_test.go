@@ -3,7 +3,22 @@ package cli
 import (
 	"strings"
 	"testing"
+
+	"github.com/faultline-dev/faultline/internal/testtool/pgtest"
 )
+
+// TestMain stops the PostgreSQL cluster a test of this package may start
+// (internal/testtool/pgtest).
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// TestServeMatchesAnalyzePostgres is TestServeMatchesAnalyze with the
+// data in PostgreSQL (the files too, no --data): the same buckets and
+// analysis per dump as analyze gives.
+func TestServeMatchesAnalyzePostgres(t *testing.T) {
+	c := makeFleetCase(t, 1)
+	url := startServeInProcess(t, "--db", pgtest.DSN(t), "--workers", "2")
+	checkFleet(t, inProcess, url, c)
+}
 
 // TestServeWorkerNeedsPostgres: --worker shares a PostgreSQL queue; with
 // SQLite (or no --db) it is a usage error, and so is a lease out of range.
