@@ -34,6 +34,9 @@ type Options struct {
 	// Message names a global char array or char pointer holding the
 	// firmware's own crash message (--message).
 	Message string
+	// AssertHooks names the application's own assert hook functions,
+	// told a file and a line (--assert-hook).
+	AssertHooks []string
 }
 
 // hexes formats many addresses with one allocation: Hex of each value,
@@ -161,7 +164,7 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 		r.Frames[i].Note = demangleText(elf, r.Frames[i].Note)
 	}
 	var mw []string
-	r.Message, mw = crashMessage(d, elf, t, res.Frames, r.Frames, opt.Message)
+	r.Message, mw = crashMessage(d, elf, t, res.Frames, r.Frames, opt.Message, opt.AssertHooks)
 	r.Warnings = append(r.Warnings, mw...)
 	if n := len(r.Frames); n > 0 && res.Stop.Kind == unwinders.StopMemory {
 		// The frame whose caller needed memory the dump lacks says so.

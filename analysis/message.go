@@ -13,7 +13,7 @@ import (
 // header holds (what z_fatal_error was called with), else the --message
 // symbol when given and readable, else what a known reporting function
 // on the crash's stack was told.
-func crashMessage(d *crashdump.Dump, elf *elfsym.File, t *unwinders.Target, frames []unwinders.Frame, js []report.FrameJSON, symbol string) (*report.MessageJSON, []string) {
+func crashMessage(d *crashdump.Dump, elf *elfsym.File, t *unwinders.Target, frames []unwinders.Frame, js []report.FrameJSON, symbol string, hooks []string) (*report.MessageJSON, []string) {
 	if d.FatalReason != nil {
 		r := *d.FatalReason
 		return &report.MessageJSON{Text: zephyrReasonText(r), Source: "Zephyr coredump reason"}, nil
@@ -29,14 +29,14 @@ func crashMessage(d *crashdump.Dump, elf *elfsym.File, t *unwinders.Target, fram
 			warnings = append(warnings, "--message "+symbol+": "+err.Error())
 		} else if m.Text != "" || m.Note == "" {
 			return m, warnings
-		} else if fm := frameMessage(elf, mem, frames, js); fm != nil {
+		} else if fm := frameMessage(elf, mem, frames, js, hooks); fm != nil {
 			warnings = append(warnings, "--message "+symbol+": "+m.Note)
 			return fm, warnings
 		} else {
 			return m, warnings
 		}
 	}
-	return frameMessage(elf, mem, frames, js), warnings
+	return frameMessage(elf, mem, frames, js, hooks), warnings
 }
 
 func zephyrReasonText(r uint32) string {

@@ -147,7 +147,7 @@ func TestAssertSampleMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checked, fullAsserts, beyondGDB, scen := 0, 0, 0, map[string]int{}
+	checked, fullAsserts, beyondGDB, hookFiles, scen := 0, 0, 0, 0, map[string]int{}
 	for _, side := range sides {
 		base := strings.TrimSuffix(filepath.Base(side), ".gdbmsg")
 		scenario := strings.SplitN(base, "-", 4)[3]
@@ -249,27 +249,40 @@ func TestAssertSampleMessages(t *testing.T) {
 				checked++
 			}
 			consistent(m, "__assert_func", "file", "line", "func", "failedexpr")
-		case "vassert":
-			r := assertFixture(t, base, Options{})
+		case "vassert", "assert_hook", "assert_param":
+			// The hook, its (file, line) registers and argument names.
+			hook, fileR, lineR, names, opt := "vAssertCalled", 0, 1, []string{"pcFile", "ulLine"}, Options{}
+			switch scenario {
+			case "assert_hook":
+				hook, fileR, lineR, names = "app_assert_hook", 1, 0, []string{"file", "line"}
+				opt.AssertHooks = []string{hook}
+				if r := assertFixture(t, base, Options{}); r.Message != nil {
+					t.Errorf("%s: without --assert-hook: message %+v", base, r.Message)
+				}
+			case "assert_param":
+				hook, names = "assert_failed", []string{"file", "line"}
+			}
+			r := assertFixture(t, base, opt)
 			m := r.Message
-			regs, strs, ok := call("vAssertCalled")
-			if !ok || m == nil || m.Source != "vAssertCalled arguments" {
+			regs, strs, ok := call(hook)
+			if !ok || m == nil || m.Source != hook+" arguments" {
 				t.Errorf("%s: message %+v", base, m)
 				continue
 			}
 			if m.File != "" {
-				if m.File != string(strs[0]) {
-					t.Errorf("%s: file %q, GDB %q", base, m.File, strs[0])
+				if m.File != string(strs[fileR]) {
+					t.Errorf("%s: file %q, GDB %q", base, m.File, strs[fileR])
 				}
 				checked++
+				hookFiles++
 			}
 			if m.Line != nil {
-				if *m.Line != int64(regs[1]) {
-					t.Errorf("%s: line %d, GDB %d", base, *m.Line, regs[1])
+				if *m.Line != int64(regs[lineR]) {
+					t.Errorf("%s: line %d, GDB %d", base, *m.Line, regs[lineR])
 				}
 				checked++
 			}
-			consistent(m, "vAssertCalled", "pcFile", "ulLine")
+			consistent(m, hook, names...)
 		case "abort_direct", "stack_chk":
 			r := assertFixture(t, base, Options{})
 			m := r.Message
@@ -325,10 +338,13 @@ func TestAssertSampleMessages(t *testing.T) {
 			}
 		}
 	}
-	for _, s := range []string{"assert_newlib", "assert_old", "vassert", "abort_direct", "stack_chk", "message_buffer", "message_raw"} {
-		if scen[s] < 4 {
-			t.Errorf("scenario %s: %d builds, want 4", s, scen[s])
+	for _, s := range []string{"assert_newlib", "assert_old", "vassert", "abort_direct", "stack_chk", "message_buffer", "message_raw", "assert_hook", "assert_param"} {
+		if scen[s] < 7 {
+			t.Errorf("scenario %s: %d builds, want 7", s, scen[s])
 		}
+	}
+	if hookFiles < 21 {
+		t.Errorf("%d assert hooks with their file", hookFiles)
 	}
 	if fullAsserts < 14 || checked < 160 {
 		t.Errorf("%d assertions with their expression, %d values checked", fullAsserts, checked)
@@ -454,20 +470,27 @@ func TestMessageArgRules(t *testing.T) {
 		{Name: "failedexpr", Type: "const char *", Value: "x", Raw: u32(expr)},
 	}}}
 	frames := []unwinders.Frame{{PC: 0x400, Kind: unwinders.KindNormal}}
-	m := frameMessage(elf, im, frames, js)
+	m := frameMessage(elf, im, frames, js, nil)
 	if m == nil || m.Text != `assertion "q->n < QUEUE_MAX" failed` || m.File != "assert.c" || m.Line == nil || *m.Line != -1 || m.Function != "" || msgArg(m, "func").Note != "NULL" || msgArg(m, "func").Value != "" {
 		t.Errorf("int line -1, func NULL: %+v", m)
 	}
 	js[0].Args[0].Raw = u32(0) // a NULL file is never followed
-	if m := frameMessage(elf, im, frames, js); m == nil || m.File != "" || msgArg(m, "file").Note != "NULL" {
+	if m := frameMessage(elf, im, frames, js, nil); m == nil || m.File != "" || msgArg(m, "file").Note != "NULL" {
 		t.Errorf("NULL file: %+v", m)
 	}
 	js[0] = report.FrameJSON{Function: "vAssertCalled", Kind: "normal", Args: []report.VarJSON{
 		{Name: "ulLine", Type: "unsigned long", Value: "4294967295", Raw: u32(0xffffffff)},
 		{Name: "pcFile", Type: "const char *", Value: "x", Raw: u32(file)},
 	}}
-	if m := frameMessage(elf, im, frames, js); m == nil || m.Line == nil || *m.Line != 4294967295 || m.File != "assert.c" {
+	if m := frameMessage(elf, im, frames, js, nil); m == nil || m.Line == nil || *m.Line != 4294967295 || m.File != "assert.c" {
 		t.Errorf("unsigned line, arguments in the other order: %+v", m)
+	}
+	js[0] = report.FrameJSON{Function: "assert_failed", Kind: "normal", Args: []report.VarJSON{
+		{Name: "file", Type: "uint8_t *", Value: "x", Raw: u32(file)},
+		{Name: "line", Type: "uint32_t", Value: "4294967295", Raw: u32(0xffffffff)},
+	}}
+	if m := frameMessage(elf, im, frames, js, nil); m == nil || m.Line == nil || *m.Line != 4294967295 || m.File != "assert.c" || m.Text != "assertion failed (assert_param)" {
+		t.Errorf("assert_failed, uint8_t * file and uint32_t line: %+v", m)
 	}
 	if m := (&report.MessageJSON{Text: "assertion failed (configASSERT)", File: "assert.c", Line: ptr(int64(4294967295)), Source: "vAssertCalled arguments"}).Summary(); m != "assertion failed (configASSERT) at assert.c:4294967295" {
 		t.Errorf("summary %q", m)
@@ -481,23 +504,23 @@ func TestMessageArgRules(t *testing.T) {
 	}
 	js[0] = report.FrameJSON{Function: "__assert_func", Kind: "normal"}
 	frames[0] = unwinders.Frame{PC: entry &^ 1, Kind: unwinders.KindNormal, Regs: regs}
-	m = frameMessage(elf, im, frames, js)
-	if m == nil || m.Text != `assertion "q->n < QUEUE_MAX" failed` || m.File != "assert.c" || m.Function != "queue_push" || m.Line == nil || *m.Line != 62 || msgArg(m, "file").From != "r0 at the entry of __assert_func" {
+	m = frameMessage(elf, im, frames, js, nil)
+	if m == nil || m.Text != `assertion "q->n < QUEUE_MAX" failed` || m.File != "assert.c" || m.Function != "queue_push" || m.Line == nil || *m.Line != int64(line) || msgArg(m, "file").From != "r0 at the entry of __assert_func" {
 		t.Errorf("at the entry: %+v", m)
 	}
 	frames[0].PC += 2
-	m = frameMessage(elf, im, frames, js)
+	m = frameMessage(elf, im, frames, js, nil)
 	if m == nil || m.Text != "assertion failed (expression unknown)" || m.File != "" || m.Line != nil || !strings.Contains(m.Note, "not at its first instruction") {
 		t.Errorf("past the entry: %+v", m)
 	}
 	// A caller frame (its r0-r3 are not known) is never read.
 	frames = []unwinders.Frame{{PC: 0x100, Kind: unwinders.KindNormal}, {PC: entry &^ 1, Kind: unwinders.KindNormal, Regs: regs, ReturnAddress: true}}
 	js = []report.FrameJSON{{Function: "HardFault_Handler", Kind: "normal"}, {Index: 1, Function: "__assert_func", Kind: "normal", Phys: 1}}
-	if m := frameMessage(elf, im, frames, js); m == nil || m.File != "" || m.Line != nil {
+	if m := frameMessage(elf, im, frames, js, nil); m == nil || m.File != "" || m.Line != nil {
 		t.Errorf("caller frame: %+v", m)
 	}
 	frames[1].ReturnAddress = false
-	if m := frameMessage(elf, im, frames, js); m == nil || m.File != "" || m.Line != nil {
+	if m := frameMessage(elf, im, frames, js, nil); m == nil || m.File != "" || m.Line != nil {
 		t.Errorf("caller frame, not a return address: %+v", m)
 	}
 }
@@ -578,12 +601,12 @@ func TestZephyrFatalArgsMessage(t *testing.T) {
 	for reason, want := range map[uint32]string{0: "K_ERR_CPU_EXCEPTION", 2: "K_ERR_STACK_CHK_FAIL", 4: "K_ERR_KERNEL_PANIC", 99: "reason 99 (architecture specific or unknown)"} {
 		js := []report.FrameJSON{{Function: "z_fatal_error", Kind: "normal", Args: []report.VarJSON{
 			{Name: "reason", Type: "unsigned int", Value: "x", Raw: u32(reason)}, {Name: "esf", Type: "const struct arch_esf *", OptimizedOut: true}}}}
-		if m := frameMessage(elf, nil, frames, js); m == nil || m.Text != want || m.Source != "z_fatal_error arguments" {
+		if m := frameMessage(elf, nil, frames, js, nil); m == nil || m.Text != want || m.Source != "z_fatal_error arguments" {
 			t.Errorf("reason %d: %+v", reason, m)
 		}
 	}
 	js := []report.FrameJSON{{Function: "k_sys_fatal_error_handler", Kind: "normal", Args: []report.VarJSON{{Name: "reason", Type: "unsigned int", OptimizedOut: true}}}}
-	if m := frameMessage(elf, nil, frames, js); m == nil || m.Text != "Zephyr fatal error (reason unknown)" || !strings.Contains(m.Note, "optimized out") {
+	if m := frameMessage(elf, nil, frames, js, nil); m == nil || m.Text != "Zephyr fatal error (reason unknown)" || !strings.Contains(m.Note, "optimized out") {
 		t.Errorf("optimized out: %+v", m)
 	}
 }

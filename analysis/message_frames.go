@@ -29,7 +29,8 @@ type msgRule struct {
 var msgRules = []msgRule{
 	{[]string{"__assert_func"}, 0, assertFuncMessage},
 	{[]string{"__assert"}, 1, assertOldMessage},
-	{[]string{"vAssertCalled"}, 0, vAssertMessage},
+	{[]string{"vAssertCalled"}, 0, hookRule("configASSERT")},
+	{[]string{"assert_failed"}, 0, hookRule("assert_param")},
 	{[]string{"z_fatal_error", "k_sys_fatal_error_handler"}, 0, zephyrFatalMessage},
 	{[]string{"__stack_chk_fail", "__stack_chk_fail_local"}, 2, stackChkMessage},
 	{[]string{"abort"}, 3, abortMessage},
@@ -46,16 +47,21 @@ type msgCtx struct {
 }
 
 // frameMessage finds the best message the stack offers (nil: none).
-func frameMessage(elf *elfsym.File, mem unwinders.Memory, frames []unwinders.Frame, js []report.FrameJSON) *report.MessageJSON {
+func frameMessage(elf *elfsym.File, mem unwinders.Memory, frames []unwinders.Frame, js []report.FrameJSON, hooks []string) *report.MessageJSON {
 	c := &msgCtx{elf: elf, mem: mem, frames: frames, js: js}
 	var best *report.MessageJSON
 	bestRank := 1 << 30
+	rules := msgRules
+	if len(hooks) > 0 {
+		// --assert-hook: the application's own (file, line) hooks.
+		rules = append(append([]msgRule(nil), msgRules...), msgRule{hooks, 0, hookRule("")})
+	}
 	for j := range js {
 		name := js[j].Function
 		if name == "" {
 			continue
 		}
-		for _, r := range msgRules {
+		for _, r := range rules {
 			if r.rank >= bestRank || !nameIn(name, r.names) {
 				continue
 			}
@@ -390,47 +396,68 @@ func (c *msgCtx) assertion(m *report.MessageJSON, j int, file, line, fn, expr ar
 	unknownNote(m)
 }
 
-// FreeRTOS leaves the assert hook to the application: configASSERT(x) is
-// commonly defined to call vAssertCalled(__FILE__, __LINE__), with the
-// file and line in either order. Read from DWARF only (the order is the
-// application's): the string argument is the file, the integer the line.
-func vAssertMessage(c *msgCtx, j int) *report.MessageJSON {
-	f := &c.js[j]
-	m := &report.MessageJSON{Source: "vAssertCalled arguments", Text: "assertion failed (configASSERT)"}
-	if len(f.Args) == 0 {
-		m.Note = "vAssertCalled has no DWARF arguments: which argument is the file and which the line is the application's choice, so neither is read"
+// An assert hook the application defines, told a file and a line:
+// FreeRTOS leaves configASSERT to the application, which commonly calls
+// vAssertCalled(__FILE__, __LINE__) (or (line, file)); STM32Cube's
+// assert_param(expr) calls the application's assert_failed(uint8_t *file,
+// uint32_t line); --assert-hook names others. Read from the function's
+// DWARF only (the order is the application's): the string argument is
+// the file, the integer one the line, each value from DWARF or, when
+// optimized out, proven from the caller's code.
+func hookRule(what string) func(c *msgCtx, j int) *report.MessageJSON {
+	return func(c *msgCtx, j int) *report.MessageJSON {
+		f := &c.js[j]
+		label := what
+		if label == "" {
+			label = f.Function
+		}
+		m := &report.MessageJSON{Source: f.Function + " arguments", Text: "assertion failed (" + label + ")"}
+		if len(f.Args) == 0 {
+			m.Note = f.Function + " has no DWARF arguments: which argument is the file and which the line is the application's choice, so neither is read"
+			return m
+		}
+		var file, line *report.VarJSON
+		fileReg, lineReg := -1, -1
+		scalar := len(f.Args) <= 4
+		for i := range f.Args {
+			a := &f.Args[i]
+			switch {
+			case isStringType(a.Type) && file == nil:
+				file, fileReg = a, i
+			case !strings.Contains(a.Type, "*") && line == nil:
+				line, lineReg = a, i
+			}
+			if strings.Contains(a.Type, "long long") || strings.Contains(a.Type, "double") || strings.Contains(a.Type, "int64") || strings.Contains(a.Type, "struct") && !strings.Contains(a.Type, "*") {
+				scalar = false // the i'th argument is then not in r<i>
+			}
+		}
+		if !scalar {
+			fileReg, lineReg = -1, -1
+		}
+		if file != nil {
+			if s, ok := c.strArg(m, file.Name, c.orCallSite(j, fileReg, c.dwarfArg(f, *file))); ok {
+				m.File = s
+			}
+		}
+		if line != nil {
+			if l, ok := c.intArg(m, line.Name, c.orCallSite(j, lineReg, c.dwarfArg(f, *line)), !isUnsignedType(line.Type)); ok {
+				m.Line = &l
+			}
+		}
+		unknownNote(m)
 		return m
 	}
-	var file, line *report.VarJSON
-	fileReg, lineReg := -1, -1
-	scalar := len(f.Args) <= 4
-	for i := range f.Args {
-		a := &f.Args[i]
-		switch {
-		case strings.Contains(a.Type, "char") && strings.Contains(a.Type, "*") && file == nil:
-			file, fileReg = a, i
-		case !strings.Contains(a.Type, "*") && line == nil:
-			line, lineReg = a, i
-		}
-		if strings.Contains(a.Type, "long long") || strings.Contains(a.Type, "double") || strings.Contains(a.Type, "struct") && !strings.Contains(a.Type, "*") {
-			scalar = false // the i'th argument is then not in r<i>
-		}
-	}
-	if !scalar {
-		fileReg, lineReg = -1, -1
-	}
-	if file != nil {
-		if s, ok := c.strArg(m, file.Name, c.orCallSite(j, fileReg, c.dwarfArg(f, *file))); ok {
-			m.File = s
-		}
-	}
-	if line != nil {
-		if l, ok := c.intArg(m, line.Name, c.orCallSite(j, lineReg, c.dwarfArg(f, *line)), !strings.Contains(line.Type, "unsigned")); ok {
-			m.Line = &l
-		}
-	}
-	unknownNote(m)
-	return m
+}
+
+// isStringType: a pointer to characters or bytes (char *, const char *,
+// uint8_t *).
+func isStringType(t string) bool {
+	return strings.HasSuffix(t, "*") && !strings.HasSuffix(t, "**") && (strings.Contains(t, "char") || strings.Contains(t, "int8_t"))
+}
+
+// isUnsignedType: an unsigned integer type by its name.
+func isUnsignedType(t string) bool {
+	return strings.Contains(t, "unsigned") || strings.Contains(t, "uint") || strings.Contains(t, "size_t") || t == "_Bool" || t == "bool"
 }
 
 // Zephyr: z_fatal_error(unsigned int reason, const struct arch_esf *esf)

@@ -15,6 +15,11 @@
  *   6 message_raw     crash_msg[] filled to its end with non-text bytes
  *                     and no NUL, last_error pointing at it, then a fault
  *   7 assert_old      newlib's older __assert(file, line, expr)
+ *   8 assert_hook     the application's own assert hook, with its
+ *                     arguments in the other order: app_assert_hook(line,
+ *                     file) (for analyze --assert-hook app_assert_hook)
+ *   9 assert_param    an STM32Cube-style assert_param(expr) calling the
+ *                     application's assert_failed(uint8_t *file, line)
  *
  * Startup, vector table, fault handlers and the oracle's register capture
  * are the shared ../src/startup.c, linked with ../ld/mps2.ld.
@@ -34,6 +39,8 @@ enum {
 	SCENARIO_MESSAGE_BUFFER = 5,
 	SCENARIO_MESSAGE_RAW = 6,
 	SCENARIO_ASSERT_OLD = 7,
+	SCENARIO_ASSERT_HOOK = 8,
+	SCENARIO_ASSERT_PARAM = 9,
 };
 
 volatile uint32_t crash_scenario = SCENARIO_ASSERT_NEWLIB;
@@ -167,6 +174,44 @@ FW_NOINLINE void legacy_check(uint32_t v)
 		__assert(__FILE__, __LINE__, "v <= 3");
 }
 
+/* ---- 8: the application's own hook, (line, file) ------------------------- */
+
+FW_NOINLINE __attribute__((noreturn)) void app_assert_hook(uint32_t line, const char *file)
+{
+	assert_line_seen = line + (uint32_t)(uintptr_t)file;
+	for (;;)
+		__asm volatile("udf #0x43" ::: "memory");
+}
+
+#define APP_ASSERT(x)                                \
+	do {                                             \
+		if (!(x))                                    \
+			app_assert_hook(__LINE__, __FILE__);     \
+	} while (0)
+
+FW_NOINLINE uint32_t mix_config(uint32_t mode)
+{
+	APP_ASSERT(mode < 4);
+	return mode * 3u;
+}
+
+/* ---- 9: STM32Cube-style assert_param -> assert_failed ------------------- */
+
+FW_NOINLINE __attribute__((noreturn)) void assert_failed(uint8_t *file, uint32_t line)
+{
+	assert_line_seen = line + (uint32_t)(uintptr_t)file;
+	for (;;)
+		__asm volatile("udf #0x44" ::: "memory");
+}
+
+#define assert_param(expr) ((expr) ? (void)0U : assert_failed((uint8_t *)__FILE__, __LINE__))
+
+FW_NOINLINE void uart_init(uint32_t baud)
+{
+	assert_param(baud <= 115200u);
+	fw_sink = baud;
+}
+
 /* ---- scenario selection --------------------------------------------------- */
 
 extern uintptr_t __stack_chk_guard;
@@ -198,6 +243,12 @@ FW_NOINLINE void run_scenario(uint32_t which)
 		break;
 	case SCENARIO_ASSERT_OLD:
 		legacy_check(which);
+		break;
+	case SCENARIO_ASSERT_HOOK:
+		fw_sink = mix_config(which);
+		break;
+	case SCENARIO_ASSERT_PARAM:
+		uart_init(which * 100000u);
 		break;
 	}
 }

@@ -159,6 +159,7 @@ type batchFlags struct {
 	locals    bool
 	logs      []string
 	message   string
+	hooks     []string
 }
 
 func (b *batchFlags) register(cmd *cobra.Command) {
@@ -171,6 +172,7 @@ func (b *batchFlags) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&b.locals, "locals", false, "also show each crash frame's local variables from DWARF (frames[].locals); arguments are always shown")
 	cmd.Flags().StringArrayVar(&b.logs, "log", nil, "a log buffer the firmware keeps, besides the SEGGER RTT buffers found by themselves: SYMBOL (a NUL-terminated string) or SYMBOL:INDEX_SYMBOL (a ring buffer and its 32-bit write index); repeatable")
 	cmd.Flags().StringVar(&b.message, "message", "", "a global char array or char pointer holding the firmware's own crash message (read from the dump, bounded, non-text bytes escaped); used instead of what a reporting function (assert, abort, ...) on the stack was told")
+	cmd.Flags().StringArrayVar(&b.hooks, "assert-hook", nil, "a function of the firmware's that is told the file and line of a failed assertion (FreeRTOS's configASSERT hook, an assert_param handler) besides vAssertCalled and assert_failed: its string and integer DWARF arguments become the message; repeatable")
 	cmd.Flags().BoolVar(&b.strict, "strict", false, "exit with status 1 when a dump does not pair with the ELF (pairing mismatch: another build's firmware)")
 	cmd.Flags().StringVar(&b.sourceDir, "source-dir", "", "--format html: look for the source files the ELF names here first (else next to the ELF and its parent directories)")
 }
@@ -282,7 +284,7 @@ func runAnalyze(cmd *cobra.Command, c *commonFlags, raw *rawFlags, bf *batchFlag
 		elfName string
 		err     error
 	)
-	opts := analysis.Options{Unwinder: c.unwinder, MaxFrames: c.maxFrames, Locals: bf.locals, Logs: bf.logs, Message: bf.message}
+	opts := analysis.Options{Unwinder: c.unwinder, MaxFrames: c.maxFrames, Locals: bf.locals, Logs: bf.logs, Message: bf.message, AssertHooks: bf.hooks}
 	if bf.symbols != "" {
 		store, err := openSymbolStore(bf.symbols, opts)
 		if err != nil {
