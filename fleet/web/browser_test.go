@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/chromedp"
 
 	"github.com/faultline-dev/faultline/analysis"
@@ -24,6 +25,7 @@ import (
 	"github.com/faultline-dev/faultline/crashdump"
 	"github.com/faultline-dev/faultline/elfsym"
 	"github.com/faultline-dev/faultline/fleet"
+	"github.com/faultline-dev/faultline/fleet/server"
 	"github.com/faultline-dev/faultline/internal/browsertest"
 	"github.com/faultline-dev/faultline/internal/testtool/pgtest"
 )
@@ -195,8 +197,12 @@ func poll(t *testing.T, ctx context.Context, u string, timeout time.Duration, wh
 	}
 }
 
+// text reads the text of the element sel selects, waiting at most 30 s
+// for it to appear.
 func text(t *testing.T, ctx context.Context, sel string) string {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
 	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
 	if err != nil {
 		t.Fatalf("reading %s: %v", sel, err)
@@ -551,8 +557,13 @@ func shot(t *testing.T, ctx context.Context, name string) {
 // with two decoding workers, on a loopback port.
 func startServer(t *testing.T, db string) string {
 	t.Helper()
+	return startServerTokens(t, db, nil)
+}
+
+func startServerTokens(t *testing.T, db string, tokens *server.Tokens) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	in, err := fleet.Open(ctx, fleet.Config{Data: t.TempDir(), DB: db, Workers: 2, Poll: 100 * time.Millisecond, Logf: t.Logf})
+	in, err := fleet.Open(ctx, fleet.Config{Data: t.TempDir(), DB: db, Tokens: tokens, Workers: 2, Poll: 100 * time.Millisecond, Logf: t.Logf})
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -569,4 +580,95 @@ func startServer(t *testing.T, db string) string {
 		in.Close()
 	})
 	return srv.URL
+}
+
+// TestBrowserToken: behind a token file the pages need the read role.
+// The browser asks for the token as a password (HTTP Basic), as a user
+// would type it into the prompt: without one the answer is 401, with an
+// upload-only token 403, and with a read token the pages and the
+// embedded report as usual.
+func TestBrowserToken(t *testing.T) {
+	const readToken, uploadToken = "eng-8a2d4f6b0c1e3a57", "ci-3b1f0c9e5d7a4e21"
+	tokens, err := server.ParseTokens([]byte("read "+readToken+"\nupload "+uploadToken+"\n"), "tokens")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := startServerTokens(t, "", tokens)
+	fd := loadFleet(t, root)[2] // gcc-m3-O2 null_write_deep
+	auth := map[string]string{"Authorization": "Bearer " + uploadToken, "X-Faultline-Device": fd.device, "X-Faultline-Version": fd.version}
+	fd.id, _ = post(t, base+"/api/v1/dumps", fd.body, auth)["id"].(string)
+	elf, err := os.ReadFile(filepath.Join(root, "firmware-samples/buildid/build", fd.build+".elf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	post(t, base+"/api/v1/symbols", elf, auth)
+
+	for _, c := range []struct {
+		token string
+		want  int64
+	}{{"", http.StatusUnauthorized}, {uploadToken, http.StatusForbidden}} {
+		ctx := browserWithPassword(t, c.token)
+		for _, p := range []string{"/", "/symbols", "/dumps/" + fd.id, "/dumps/" + fd.id + "/report"} {
+			resp, err := chromedp.Run(ctx, chromedp.NavigateResponse(base+p))
+			if err != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+			if resp.Status != c.want {
+				t.Errorf("%s with the password %q: status %d, want %d", p, c.token, resp.Status, c.want)
+			}
+		}
+	}
+	ctx := browserWithPassword(t, readToken)
+	poll(t, ctx, base+"/dumps/"+fd.id, time.Minute, "decoded", func() (bool, string) {
+		s := text(t, ctx, "#status")
+		return s == "decoded", s
+	})
+	if r := iframeText(t, ctx, "iframe.report", "null_store"); !strings.Contains(r, "scenario_null_write_deep") {
+		t.Errorf("the report behind the token lacks the backtrace")
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/")); err != nil {
+		t.Fatal(err)
+	}
+	if rows := eval[[]bucketRow](t, ctx, readBucketRows); len(rows) != 1 || rows[0].Count != 1 {
+		t.Errorf("the bucket list behind the token: %+v, want one bucket of one dump", rows)
+	}
+}
+
+// browserWithPassword starts a browser that answers every HTTP
+// authentication prompt with password (no user name), or cancels it when
+// password is "".
+func browserWithPassword(t *testing.T, password string) context.Context {
+	t.Helper()
+	ctx := browsertest.New(t, browsertest.Options{})
+	paused := chromedp.Events(ctx, fetch.RequestPaused)
+	prompts := chromedp.Events(ctx, fetch.AuthRequired)
+	go func() {
+		for ev, err := range paused {
+			if err != nil {
+				return
+			}
+			chromedp.Call(ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
+		}
+	}()
+	go func() {
+		for ev, err := range prompts {
+			if err != nil {
+				return
+			}
+			answer := &fetch.AuthChallengeResponse{Response: fetch.AuthChallengeResponseResponseCancelAuth}
+			if password != "" {
+				answer = &fetch.AuthChallengeResponse{Response: fetch.AuthChallengeResponseResponseProvideCredentials, Password: password}
+			}
+			chromedp.Call(ctx, fetch.ContinueWithAuth, fetch.ContinueWithAuthParams{RequestID: ev.RequestID, AuthChallengeResponse: answer})
+		}
+	}()
+	yes := true
+	if _, err := chromedp.Call(ctx, fetch.Enable, fetch.EnableParams{HandleAuthRequests: &yes}); err != nil {
+		t.Fatal(err)
+	}
+	return ctx
 }
