@@ -99,7 +99,15 @@ func FindZephyr(elf *elfsym.File, mem unwinders.Memory, threadName func(uint32) 
 			break
 		}
 	}
-	if dw, ok := readZDWARF(elf.DWARF()); ok {
+	// Read once per ELF (a batch decodes many dumps with one).
+	dw, ok := elf.Memo("logs.zephyr.dwarf", func() any {
+		dw, ok := readZDWARF(elf.DWARF())
+		if !ok {
+			return (*zDWARF)(nil)
+		}
+		return &dw
+	}).(*zDWARF)
+	if ok && dw != nil {
 		zb.Layout, zb.ThreadNames = &dw.lay, dw.threadName
 		zb.Version = 3
 		if dw.lay.pkgBits == 10 {
