@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -221,7 +222,7 @@ func (p *Pool) Process(ctx context.Context, name string) (bool, error) {
 		r = store.Result{Status: store.StatusFailed,
 			Error: fmt.Sprintf("%s: decoding was started %d times and never finished (each worker stopped or ran out of time); the dump is given up", job.DumpID, job.Attempts-1)}
 	} else {
-		r, err = p.Decode(ctx, job.DumpID)
+		r, err = p.decodeSafely(ctx, job.DumpID)
 		if err != nil {
 			return true, err
 		}
@@ -230,6 +231,19 @@ func (p *Pool) Process(ctx context.Context, name string) (bool, error) {
 		return true, err
 	}
 	return true, nil
+}
+
+// decodeSafely is Decode, with an engine panic (a bug: the engine never
+// panics on bad input by design) turned into a failed dump instead of a
+// dead server.
+func (p *Pool) decodeSafely(ctx context.Context, id string) (r store.Result, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			p.cfg.Logf("fleet worker: dump %s: internal error: %v\n%s", id, v, debug.Stack())
+			r, err = store.Result{Status: store.StatusFailed, Error: fmt.Sprintf("%s: internal error while decoding (a faultline bug; please report it with the dump): %v", id, v)}, nil
+		}
+	}()
+	return p.Decode(ctx, id)
 }
 
 // Decode decodes a stored dump with the stored symbols. The error is the

@@ -212,3 +212,25 @@ func TestWaitingThenDecoded(t *testing.T) {
 		t.Fatalf("decoded again: %s %.200s", d.Status, d.Analysis)
 	}
 }
+
+// panicky panics where the engine would, to check that a worker
+// survives a bug.
+type panicky struct{ store.Store }
+
+func (p panicky) Dump(ctx context.Context, id string) (store.Dump, error) {
+	var m map[string]int
+	m["boom"]++ // a nil map write: a runtime panic
+	return store.Dump{}, nil
+}
+
+func TestPanicFailsTheDump(t *testing.T) {
+	f := newFixture(t)
+	id := f.addDump(t, "gcc-m3-O2-div0")
+	p := New(Config{Store: panicky{f.st}, Blobs: f.bl, Now: f.now})
+	if n := drain(t, p); n != 1 {
+		t.Fatalf("%d jobs done", n)
+	}
+	if d := f.status(t, id); d.Status != store.StatusFailed || !strings.Contains(d.Error, "internal error while decoding") {
+		t.Fatalf("after a panic: %s %q", d.Status, d.Error)
+	}
+}

@@ -15,7 +15,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // data in PostgreSQL (the files too, no --data): the same buckets and
 // analysis per dump as analyze gives.
 func TestServeMatchesAnalyzePostgres(t *testing.T) {
-	c := makeFleetCase(t, 1)
+	c := makeFleetCase(t, []int{0})
 	url := startServeInProcess(t, "--db", pgtest.DSN(t), "--workers", "2")
 	checkFleet(t, inProcess, url, c)
 }
