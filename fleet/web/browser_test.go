@@ -237,7 +237,7 @@ func testBrowser(t *testing.T, base string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := browsertest.New(t, browsertest.Options{Timeout: 4 * time.Minute})
+	ctx := browsertest.New(t, browsertest.Options{Timeout: 8 * time.Minute})
 
 	dumps := loadFleet(t, root)
 	want := expectBuckets(t, root, dumps)
@@ -256,7 +256,7 @@ func testBrowser(t *testing.T, base string) {
 	// Each one's page says it waits for symbols (with and without a
 	// build ID in the dump).
 	for _, fd := range []*fleetDump{dumps[0], dumps[2]} {
-		poll(t, ctx, base+"/dumps/"+url.PathEscape(fd.id), time.Minute, "waiting for symbols", func() (bool, string) {
+		poll(t, ctx, base+"/dumps/"+url.PathEscape(fd.id), 2*time.Minute, "waiting for symbols", func() (bool, string) {
 			s := text(t, ctx, "#status")
 			return s == "waiting for symbols", s
 		})
@@ -291,7 +291,7 @@ func testBrowser(t *testing.T, base string) {
 	var rows []bucketRow
 	waitDecoded := func(decoded, waiting int) {
 		t.Helper()
-		poll(t, ctx, base+"/", 2*time.Minute, fmt.Sprintf("%d dumps decoded", decoded), func() (bool, string) {
+		poll(t, ctx, base+"/", 3*time.Minute, fmt.Sprintf("%d dumps decoded", decoded), func() (bool, string) {
 			rows = eval[[]bucketRow](t, ctx, readBucketRows)
 			n := 0
 			for _, r := range rows {
