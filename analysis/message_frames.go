@@ -36,6 +36,10 @@ var msgRules = []msgRule{
 	{[]string{"abort"}, 3, abortMessage},
 }
 
+// neverReturns: the C library's reporting functions that do not return
+// (newlib's assert entry points).
+var neverReturns = map[string]bool{"__assert_func": true, "__assert": true}
+
 // maxMessageString bounds a string read for a message.
 const maxMessageString = 512
 
@@ -124,7 +128,15 @@ func (c *msgCtx) orCallSite(j int, reg int, a argVal) argVal {
 	}
 	callee, ok := c.elf.FuncAt(at)
 	caller := &c.frames[p+1]
-	if !ok || caller.Kind != unwinders.KindNormal || !caller.ReturnAddress || caller.AfterSVC || caller.Confidence != unwinders.ConfidenceHigh {
+	if !ok || caller.Kind != unwinders.KindNormal || !caller.ReturnAddress || caller.AfterSVC {
+		return a
+	}
+	// A caller found with less than high confidence (no unwind data
+	// proved its return address) is trusted only for a function that
+	// never returns: a return address right after a BL to it can only be
+	// this very call's (no earlier call to it came back).
+	if caller.Confidence != unwinders.ConfidenceHigh && !(caller.Confidence == unwinders.ConfidenceMedium && neverReturns[f.Function]) {
+		a.why += fmt.Sprintf("; its caller's frame is only %s confidence, so the caller's code proves nothing", caller.Confidence)
 		return a
 	}
 	vals, err := callSiteArgs(c.elf, c.mem, caller.PC, callee.Start)
@@ -315,9 +327,11 @@ func (c *msgCtx) intArg(m *report.MessageJSON, name string, a argVal, signed boo
 // unknownNote joins the reasons of the args that could not be read.
 func unknownNote(m *report.MessageJSON) {
 	var why []string
+	seen := map[string]bool{}
 	for _, a := range m.Args {
-		if a.Note != "" && a.Note != "NULL" {
+		if a.Note != "" && a.Note != "NULL" && !seen[a.Note] {
 			why = append(why, a.Note)
+			seen[a.Note] = true
 		}
 	}
 	m.Note = strings.Join(why, "; ")
