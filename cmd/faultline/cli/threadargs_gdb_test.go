@@ -114,7 +114,10 @@ func TestThreadArgsAgainstGDB(t *testing.T) {
 	zd, _ := filepath.Glob(repo + "/fixtures/rtos-zephyr/*.threads.json")
 	for _, p := range zd {
 		b := strings.TrimSuffix(filepath.Base(p), ".threads.json")
-		cases = append(cases, dumpCase{repo + "/firmware-samples/rtos-zephyr/build/" + b + ".elf", repo + "/fixtures/rtos-zephyr/" + b + ".json"})
+		cases = append(cases, dumpCase{repo + "/firmware-samples/rtos-zephyr/build/" + b + ".elf", repo + "/fixtures/rtos-zephyr/" + b + ".json"},
+			// The Zephyr coredump the same firmware printed (its threads
+			// from the coredump's memory).
+			dumpCase{repo + "/firmware-samples/rtos-zephyr/build/" + b + ".elf", repo + "/fixtures/rtos-zephyr/" + b + ".zephyr.log"})
 	}
 	fd, _ := filepath.Glob(repo + "/fixtures/rtos/freertos/*.tasks.json")
 	for _, p := range fd {
