@@ -228,7 +228,7 @@ type bucketRow struct {
 	Sparkline template.HTML
 }
 
-func (p *Pages) row(b store.Bucket, f filter, big bool) bucketRow {
+func (p *Pages) row(b store.Bucket, f filter, now time.Time, big bool) bucketRow {
 	w, h := 150, 28
 	if big {
 		w, h = 300, 48
@@ -236,7 +236,7 @@ func (p *Pages) row(b store.Bucket, f filter, big bool) bucketRow {
 	return bucketRow{
 		Bucket:    b,
 		Link:      "/buckets/" + url.PathEscape(b.Signature) + f.Query(),
-		Sparkline: sparkline(b.Daily, p.storeFilter(f).Now, w, h),
+		Sparkline: sparkline(b.Daily, now, w, h), // now: the store's, so that the days agree
 	}
 }
 
@@ -281,7 +281,7 @@ func (p *Pages) buckets(w http.ResponseWriter, r *http.Request) {
 	list = list[:len(list)-hidden]
 	rows := make([]bucketRow, len(list))
 	for i, b := range list {
-		rows[i] = p.row(b, f, false)
+		rows[i] = p.row(b, f, sf.Now, false)
 	}
 	var pending []pendingGroup
 	for _, st := range []store.Status{store.StatusWaiting, store.StatusQueued, store.StatusFailed} {
@@ -361,7 +361,7 @@ func (p *Pages) bucket(w http.ResponseWriter, r *http.Request) {
 	p.render(w, r, http.StatusOK, "bucket", map[string]any{
 		"Title": b.Title, "Nav": "buckets",
 		"Filter": f, "Action": "/buckets/" + url.PathEscape(sig), "Versions": versions, "Devices": devices,
-		"Bucket": p.row(b, f, true), "Dumps": dumps, "More": more, "Limit": maxBucketDumps,
+		"Bucket": p.row(b, f, sf.Now, true), "Dumps": dumps, "More": more, "Limit": maxBucketDumps,
 		"Example": example, "Reports": p.opt.Report != nil,
 	})
 }
@@ -507,7 +507,7 @@ func (p *Pages) render(w http.ResponseWriter, r *http.Request, code int, page st
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; frame-src 'self'; script-src 'unsafe-inline'; form-action 'self'; base-uri 'none'")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; frame-src 'self'; script-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'self'")
 	w.WriteHeader(code)
 	if r.Method != http.MethodHead {
 		w.Write(buf.Bytes())

@@ -332,6 +332,9 @@ func TestBucketListBound(t *testing.T) {
 		s.dumps = append(s.dumps, store.Dump{ID: fmt.Sprint("d", i), Received: now, Status: store.StatusDecoded, Bucket: sig})
 	}
 	s.dumps = append(s.dumps, store.Dump{ID: "extra", Received: now, Status: store.StatusDecoded, Bucket: fmt.Sprintf("%012x", maxBuckets+1)})
+	for i := range maxPendingDumps + 1 {
+		s.dumps = append(s.dumps, store.Dump{ID: fmt.Sprint("w", i), Received: now, Status: store.StatusWaiting})
+	}
 	srv := newServer(t, s, nil)
 	_, body := get(t, srv, "/")
 	if n := strings.Count(body, `<tr class="bucket"`); n != maxBuckets {
@@ -342,5 +345,9 @@ func TestBucketListBound(t *testing.T) {
 	}
 	if !strings.Contains(body, fmt.Sprintf(`data-signature="%012x"`, maxBuckets+1)) {
 		t.Errorf("the bucket with 2 dumps is not listed")
+	}
+	if !strings.Contains(body, fmt.Sprintf("more than %d dumps, the newest %d shown", maxPendingDumps, maxPendingDumps)) ||
+		strings.Count(body, `<a href="/dumps/w`) != maxPendingDumps {
+		t.Errorf("the waiting dumps past %d are not said to be left out", maxPendingDumps)
 	}
 }
