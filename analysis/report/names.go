@@ -131,9 +131,9 @@ func StackUse(s rtos.Stack) string {
 	return out
 }
 
-// OrUnknown is s, or "CPU unknown" when s is empty (the CPU line of the
-// reports).
-func OrUnknown(s string) string {
+// CPUText is a report's CPU as the reports print it: as the dump names it,
+// "CPU unknown" when it does not.
+func CPUText(s string) string {
 	if s == "" {
 		return "CPU unknown"
 	}

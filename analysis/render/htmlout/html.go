@@ -110,7 +110,7 @@ type htmlLine struct {
 
 func buildPage(r *report.Report, d *crashdump.Dump, opt Options) *htmlPage {
 	v := &htmlPage{
-		Dump: r.Dump, ELF: r.ELF, CPU: report.OrUnknown(r.CPU) + ", " + r.Profile.String(),
+		Dump: r.Dump, ELF: r.ELF, CPU: report.CPUText(r.CPU) + ", " + r.Profile.String(),
 		Unwinder: r.Unwinder, Stop: r.Stop, Fault: r.Fault, Warnings: r.Warnings,
 		Logs: r.Logs, Verdict: r.StackVerdict, Message: r.Message,
 	}

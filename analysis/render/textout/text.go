@@ -18,7 +18,7 @@ func Write(w io.Writer, r *report.Report) error {
 	if r.ELF != "" {
 		fmt.Fprintf(&b, " with %s", r.ELF)
 	}
-	fmt.Fprintf(&b, " (%s, %v)\n", report.OrUnknown(r.CPU), r.Profile)
+	fmt.Fprintf(&b, " (%s, %v)\n", report.CPUText(r.CPU), r.Profile)
 	if p := r.Pairing; p != nil {
 		fmt.Fprintf(&b, "Pairing: %s", p.Verdict)
 		if r.ELFInfo != nil && r.ELFInfo.BuildID != "" {
