@@ -14,9 +14,11 @@
 //     the --data directory;
 //   - fleet/worker: the decoding workers (claim a job, decode with the
 //     analysis engine, complete);
-//   - fleet/server: the HTTP API (/api/v1/...); the HTML pages (/,
-//     /buckets/{signature}, /dumps/{id}, /symbols) are served by the
-//     handler in its Pages field, so the web UI is a package of its own.
+//   - fleet/server: the HTTP API (/api/v1/...); every other path goes
+//     to the handler in its Pages field;
+//   - fleet/web: the web pages (/, /buckets/{signature}, /dumps/{id},
+//     /symbols), server-rendered over the store's read side, the
+//     handler Open puts in Pages.
 //
 // The database is the only coordinator: the queue lives in it, so any
 // number of worker processes sharing a database share the work, and a
