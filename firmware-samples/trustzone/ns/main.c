@@ -1,0 +1,42 @@
+/*
+ * Non-secure image of the faultline TrustZone sample: asks the Secure
+ * image which scenario to run, then either hands Secure code a callback
+ * that faults (scenario 1) or passes a Secure service a bad pointer
+ * (scenario 2). Calls into Secure code go through the CMSE veneers of the
+ * Secure image's import library.
+ */
+#include "../include/tz_api.h"
+
+volatile uint32_t ns_counter;
+
+FW_NOINLINE static uint32_t ns_store(uint32_t v)
+{
+	*(volatile uint32_t *)UNMAPPED_ADDR = v;
+	return v + 1;
+}
+
+/* Called back from Secure code (s_dispatch) with FNC_RETURN in LR. */
+FW_NOINLINE static uint32_t ns_callback(uint32_t v)
+{
+	ns_counter += v;
+	return ns_store(v * 3u) + ns_counter;
+}
+
+FW_NOINLINE static uint32_t ns_run(uint32_t scenario)
+{
+	switch (scenario) {
+	case SCENARIO_NS_CALLBACK:
+		return s_run_callback(ns_callback, 7u);
+	case SCENARIO_SECURE_SERVICE:
+		return s_checksum((const uint32_t *)UNMAPPED_ADDR, 4u);
+	}
+	return 0;
+}
+
+int main(void)
+{
+	uint32_t r = ns_run(s_scenario());
+	ns_counter += r;
+	for (;;)
+		__asm volatile("" ::: "memory");
+}
