@@ -120,6 +120,10 @@ type File struct {
 	demCache sync.Map
 	memo     sync.Map // string -> *memoEntry (Memo)
 	symCache symCache // Symbolize per address
+
+	// set is the Images this file was made part of (NewImages), nil for
+	// a file used alone; written once, before the file is shared.
+	set *Images
 }
 
 // Open reads the ELF file at path and builds its indexes. The file is read

@@ -113,7 +113,7 @@ func (f *File) Info() Info {
 		Flags:     fmt.Sprintf("0x%08x", f.flags),
 		Sections:  len(f.sections),
 		HasSymtab: f.syms.present,
-		Functions: len(f.syms.funcs.items), ThumbFuncs: f.syms.nThumb, ARMFuncs: f.syms.nARM,
+		Functions: f.syms.nThumb + f.syms.nARM, ThumbFuncs: f.syms.nThumb, ARMFuncs: f.syms.nARM,
 		Warnings: f.warnings,
 		BuildID:  f.BuildID(),
 	}
@@ -234,6 +234,9 @@ func (f *File) exidxInfo() (*ExidxInfo, []string) {
 	}
 	x.Entries = len(ents)
 	for _, fn := range f.syms.funcs.items {
+		if fn.fromLabel {
+			continue // readelf's FUNC symbols only
+		}
 		i := sort.Search(len(ents), func(i int) bool { return ents[i].fn > fn.start }) - 1
 		switch {
 		case i < 0:

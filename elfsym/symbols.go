@@ -74,6 +74,9 @@ type sym struct {
 	thumb  bool
 	global bool
 	file   string // STT_FILE name addr2line would report with this symbol
+	// fromLabel: an STT_NOTYPE code label taken as a function for FuncAt
+	// (an assembler function without .type); not counted as a FUNC symbol.
+	fromLabel bool
 }
 
 type mapSym struct {
@@ -261,15 +264,32 @@ func (f *File) buildSymbols() error {
 	}
 	slices.SortStableFunc(f.syms.maps, func(a, b mapSym) int { return cmp.Compare(a.addr, b.addr) })
 
+	// Functions written in assembler without .type (libgcc's
+	// __gnu_cmse_nonsecure_call): a global STT_NOTYPE symbol that starts
+	// Thumb code ($t at its address) in an executable section is a
+	// function for FuncAt, so that a sizeless function before it ends
+	// there and its frames are unwound as its own.
+	for _, s := range all {
+		if s.kind == SymLabel && s.global && s.size == 0 && s.shndx != 0 && int(s.shndx) < len(f.sections) &&
+			f.sections[s.shndx].Exec && f.mappingAt(s.start, s.shndx) == MapThumb {
+			fn := s
+			fn.kind = SymFunc
+			fn.thumb = true
+			fn.fromLabel = true
+			funcs = append(funcs, fn)
+		}
+	}
 	// Thumb state of functions whose value has bit 0 clear: ask the mapping
 	// symbol at their start ($t for Thumb code assembled without .thumb_func).
 	for i := range funcs {
 		if !funcs[i].thumb && f.mappingAt(funcs[i].start, funcs[i].shndx) == MapThumb {
 			funcs[i].thumb = true
 		}
-		if funcs[i].thumb {
+		switch {
+		case funcs[i].fromLabel:
+		case funcs[i].thumb:
 			f.syms.nThumb++
-		} else {
+		default:
 			f.syms.nARM++
 		}
 	}
