@@ -162,7 +162,7 @@ func (p *parser) registers(n node, regs *unwinders.Registers) error {
 	for _, m := range ms {
 		reg, ok := unwinders.ParseReg(m.key)
 		if !ok {
-			return p.errf(m.val, "unknown register %s: want r0-r12, sp, lr, pc, xpsr, msp, psp, control, primask, basepri, faultmask, fpscr or s0-s31", quoteShort(m.key))
+			return p.errf(m.val, "unknown register %s: want r0-r12, sp, lr, pc, xpsr, msp, psp, control, primask, basepri, faultmask, fpscr, s0-s31, msp_s, psp_s, msp_ns, psp_ns or control_ns", quoteShort(m.key))
 		}
 		if k, dup := first[reg]; dup {
 			return p.errf(m.val, "same register as %s", n.field(k))

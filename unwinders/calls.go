@@ -4,10 +4,11 @@ package unwinders
 type CallKind uint8
 
 const (
-	CallNone CallKind = iota
-	CallBL            // BL imm (T1), 32-bit
-	CallBLXr          // BLX Rm (T1), 16-bit
-	CallBLXi          // BLX imm (T2), to ARM state: not on M-profile, reported for completeness
+	CallNone  CallKind = iota
+	CallBL             // BL imm (T1), 32-bit
+	CallBLXr           // BLX Rm (T1), 16-bit
+	CallBLXi           // BLX imm (T2), to ARM state: not on M-profile, reported for completeness
+	CallBLXNS          // BLXNS Rm (T1, ARMv8-M Security Extension): Secure code calling Non-secure code
 )
 
 // CallSite describes the call instruction that precedes a return address.
@@ -20,7 +21,8 @@ type CallSite struct {
 
 // CallBefore decodes the instruction that ends just before the return
 // address ret (Thumb bit ignored) and reports whether it is a call: BL
-// (T1, full J1/J2 range), BLX Rm, or BLX imm. BX Rm is not a call.
+// (T1, full J1/J2 range), BLX Rm, BLX imm, or BLXNS Rm. BX Rm is not a
+// call.
 // ARMv7-M ARM A7.7.18 (BL), A7.7.19 (BLX register); cortex-m.md 3.
 func CallBefore(m Memory, ret uint32) (CallSite, bool) {
 	ret &^= 1
@@ -53,6 +55,11 @@ func CallBefore(m Memory, ret uint32) (CallSite, bool) {
 		// and no other 32-bit encoding ends in 0x478x/0x47Fx in a way a
 		// compiler emits before a return address.
 		return CallSite{Kind: CallBLXr, Addr: ret - 2, Rm: Reg((h >> 3) & 0xF)}, true
+	}
+	if h&0xFF87 == 0x4784 {
+		// BLXNS Rm (ARMv8-M ARM C2.4.25): its return address is pushed on
+		// the Secure stack and LR holds FNC_RETURN.
+		return CallSite{Kind: CallBLXNS, Addr: ret - 2, Rm: Reg((h >> 3) & 0xF)}, true
 	}
 	return CallSite{}, false
 }

@@ -150,7 +150,23 @@ var ErrBadExceptionFrame = errors.New("bad exception frame")
 // touch; it must be known in handler.Regs.
 func Unstack(t *Target, handler *Frame, exc ExcReturn, handlerSP uint32) (pseudo, interrupted Frame, err error) {
 	ef := &ExceptionFrame{ExcReturn: exc, Extended: exc.Extended() && t.Profile != V6M}
-	if exc.UsesPSP() {
+	var bank Reg // with the Security Extension: the stack that holds the frame
+	if withSecurityExt(t.Profile, exc) {
+		// The handler ran on the MSP of the state that took the
+		// exception (ES); the frame is on the stack S and SPSEL name.
+		bank = bankedSP(exc&excSecure != 0, exc.UsesPSP())
+		ef.Stack = bankName(bank)
+		if bank == bankedSP(exc&excES != 0, false) {
+			ef.Addr = handlerSP
+		} else if v, ok := handler.Regs.Get(bank); ok {
+			ef.Addr = v
+		} else if v, ok := handler.Regs.Get(PSP); ok && exc.UsesPSP() && exc&excSecure != 0 == (exc&excES != 0) {
+			// The dump's PSP is that of the state the handler runs in.
+			ef.Addr = v
+		} else {
+			return pseudo, interrupted, fmt.Errorf("%w: %v says the frame is on %s, which the dump does not hold", ErrBadExceptionFrame, exc, ef.Stack)
+		}
+	} else if exc.UsesPSP() {
 		ef.Stack = "PSP"
 		psp, ok := handler.Regs.Get(PSP)
 		if !ok {
@@ -168,6 +184,11 @@ func Unstack(t *Target, handler *Frame, exc ExcReturn, handlerSP uint32) (pseudo
 		ef.StateCtx = true
 		if err := readWords(t.Mem, ef.Addr, ctx[:]); err != nil {
 			return pseudo, interrupted, fmt.Errorf("%w: additional state context at 0x%08x: %w", ErrBadExceptionFrame, ef.Addr, err)
+		}
+		if ctx[0] != IntegritySignature && ctx[0] != IntegritySignatureFP {
+			// Positive evidence that what EXC_RETURN describes is not
+			// there: r4-r11 and the frame above would be garbage.
+			return pseudo, interrupted, fmt.Errorf("%w: %v says a Secure stack holds the additional state context at 0x%08x, but its first word is 0x%08x, not the integrity signature 0x%08X", ErrBadExceptionFrame, exc, ef.Addr, ctx[0], uint32(IntegritySignature))
 		}
 		ef.Base = ef.Addr + 0x28
 	}
@@ -267,6 +288,13 @@ func Unstack(t *Target, handler *Frame, exc ExcReturn, handlerSP uint32) (pseudo
 		}
 	}
 	r.Set(SP, ef.CallerSP)
+	carryBanked(&handler.Regs, &r)
+	if bank != 0 {
+		// The handler leaves its state's MSP where it found it; the
+		// interrupted code's stack is the one the frame was on.
+		r.Set(bankedSP(exc&excES != 0, false), handlerSP)
+		r.Set(bank, ef.CallerSP)
+	}
 	if exc.UsesPSP() {
 		r.Set(PSP, ef.CallerSP)
 		// The main stack the handler leaves behind.

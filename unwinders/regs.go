@@ -37,8 +37,19 @@ const (
 	S0 // S0..S31 follow
 )
 
+// The ARMv8-M Security Extension's banked registers (ARMv8-M ARM B3.11):
+// the stack pointers of each security state and the Non-secure CONTROL.
+// MSP, PSP and CONTROL name those of the state the dump was taken in.
+const (
+	MSPS      Reg = S0 + 32 + iota // MSP_S
+	PSPS                           // PSP_S
+	MSPNS                          // MSP_NS
+	PSPNS                          // PSP_NS
+	CONTROLNS                      // CONTROL_NS
+)
+
 // NumRegs is the number of registers in a Registers value.
-const NumRegs = int(S0) + 32
+const NumRegs = int(CONTROLNS) + 1
 
 // S returns single-precision register Sn.
 func S(n int) Reg { return S0 + Reg(n) }
@@ -55,6 +66,9 @@ var specialNames = [...]string{
 func (r Reg) String() string {
 	if int(r) < len(specialNames) {
 		return specialNames[r]
+	}
+	if r >= MSPS && int(r) < NumRegs {
+		return bankedNames[r-MSPS]
 	}
 	if int(r) < NumRegs {
 		return sNames[r-S0]
@@ -85,6 +99,11 @@ func ParseReg(name string) (Reg, bool) {
 			return Reg(i), true
 		}
 	}
+	for i, s := range bankedNames {
+		if s == n {
+			return MSPS + Reg(i), true
+		}
+	}
 	// s0 .. s31, spelled canonically (no sign, no leading zero).
 	if len(n) >= 2 && len(n) <= 3 && n[0] == 's' {
 		k := 0
@@ -100,6 +119,9 @@ func ParseReg(name string) (Reg, bool) {
 	}
 	return 0, false
 }
+
+// bankedNames are the names of MSPS .. CONTROLNS.
+var bankedNames = [...]string{"msp_s", "psp_s", "msp_ns", "psp_ns", "control_ns"}
 
 // sNames are the names of S0 .. S31.
 var sNames = [32]string{

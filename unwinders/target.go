@@ -79,6 +79,30 @@ type Program interface {
 	Symbol(name string) (uint32, bool)
 }
 
+// A MultiProgram is a Program made of several images that share one
+// address space (a bootloader and its application, a TrustZone Secure and
+// Non-secure image, a ROM's symbol file): ProgramAt returns the image that
+// holds addr, whose tables (EHABI, CFI) describe the code there. The
+// MultiProgram's own methods answer for the image that holds the address.
+type MultiProgram interface {
+	Program
+	ProgramAt(addr uint32) (Program, bool)
+}
+
+// ProgramFor returns the Program whose unwinding tables describe the code
+// at pc: the image holding pc when Prog is a MultiProgram (nil when no
+// image does), else Prog.
+func (t *Target) ProgramFor(pc uint32) Program {
+	if m, ok := t.Prog.(MultiProgram); ok {
+		p, ok := m.ProgramAt(pc)
+		if !ok {
+			return nil
+		}
+		return p
+	}
+	return t.Prog
+}
+
 // Range is a half-open address range [Lo, Hi).
 type Range struct{ Lo, Hi uint32 }
 
@@ -99,6 +123,10 @@ type Target struct {
 	Stack Range
 	// ProcessStack bounds the process stack (PSP) when known.
 	ProcessStack Range
+	// BankedStacks bounds the other stacks of a core with the Security
+	// Extension (the memory regions that hold MSP_S, PSP_S, MSP_NS,
+	// PSP_NS), when known.
+	BankedStacks []Range
 	// MainStackTop is the initial main stack pointer from the vector table
 	// (the top of the main stack), 0 when unknown.
 	MainStackTop uint32
@@ -123,7 +151,15 @@ func (t *Target) InStack(sp uint32) bool {
 	}
 	// Hi is inclusive for SP: an empty full-descending stack has SP == top.
 	in := func(r Range) bool { return r.Valid() && sp >= r.Lo && sp <= r.Hi }
-	return in(t.Stack) || in(t.ProcessStack)
+	if in(t.Stack) || in(t.ProcessStack) {
+		return true
+	}
+	for _, r := range t.BankedStacks {
+		if in(r) {
+			return true
+		}
+	}
+	return false
 }
 
 // IsCode reports whether addr is in code; true when no Program is known.

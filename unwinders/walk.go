@@ -187,6 +187,10 @@ func walk(t *Target, regs Registers, chain []Unwinder, opt Options) Result {
 	}
 	res := Result{Frames: append(buf, f0)}
 	gaps := 0
+	// With the Security Extension: the banked stack pointer the
+	// Non-secure (nsBank) and the Secure (sBank) frames of the walk run on,
+	// once a transition has said (0: not known).
+	var nsBank, sBank Reg
 	if IsLockup(regs.Value(PC)) {
 		return Result{Frames: res.Frames, Stop: Stop{Kind: StopLockup, Detail: fmt.Sprintf("PC is 0x%08x", regs.Value(PC))}}
 	}
@@ -218,10 +222,28 @@ func walk(t *Target, regs Registers, chain []Unwinder, opt Options) Result {
 				res.Stop = Stop{Kind: StopBadException, Detail: fmt.Sprintf("FNC_RETURN 0x%08x on %v", raw, t.Profile)}
 				return res
 			}
-			pseudo, next, err := UnstackFNC(t, &cur, raw, caller.SP)
+			// The return address is on a Secure stack (trustzone.go),
+			// not on the Non-secure code's own.
+			regs := cur.Regs
+			carryBanked(&caller.Regs, &regs)
+			ipsr, known := handlerIPSR(res.Frames)
+			sp, bank, why := t.fncStack(&regs, known && ipsr != 0)
+			if why != "" {
+				res.Stop = Stop{Kind: StopBadException, Detail: why}
+				return res
+			}
+			pseudo, next, err := UnstackFNC(t, &cur, raw, sp)
 			if err != nil {
 				res.Stop = Stop{Kind: StopBadException, Detail: strings.TrimPrefix(err.Error(), ErrBadExceptionFrame.Error()+": ")}
 				return res
+			}
+			pseudo.Exception.Stack = bankName(bank)
+			carryBanked(&regs, &next.Regs)
+			next.Regs.Set(bank, next.SP)
+			sBank = bank
+			if nsBank != 0 {
+				// Where the Non-secure code's stack was when it returned.
+				next.Regs.Set(nsBank, caller.SP)
 			}
 			res.Frames = append(res.Frames, pseudo)
 			if s := t.checkCaller(&pseudo, &next); s != nil {
@@ -247,6 +269,7 @@ func walk(t *Target, regs Registers, chain []Unwinder, opt Options) Result {
 					h.Regs.Set(reg, v)
 				}
 			}
+			carryBanked(&cur.Regs, &h.Regs)
 			// A call cannot change IPSR: when the handler's frame lost the
 			// xPSR to a call step, its exception number is that of the
 			// nearest frame of the same activation that knows it (frame 0,
@@ -310,6 +333,13 @@ func walk(t *Target, regs Registers, chain []Unwinder, opt Options) Result {
 				next.Note = joinNote(next.Note, "exception stacking failed (STKERR/MSTKERR): this frame may be incomplete")
 			}
 			res.Frames = append(res.Frames, pseudo, next)
+			if withSecurityExt(t.Profile, exc) {
+				if exc&excSecure == 0 {
+					nsBank = bankedSP(false, exc.UsesPSP())
+				} else {
+					sBank = bankedSP(true, exc.UsesPSP())
+				}
+			}
 			if !t.InStack(next.SP) {
 				res.Stop = Stop{Kind: StopSPOutOfStack, Detail: fmt.Sprintf("SP 0x%08x after the exception frame is outside the stack", next.SP)}
 				return res
@@ -318,6 +348,27 @@ func walk(t *Target, regs Registers, chain []Unwinder, opt Options) Result {
 			res.Stop = Stop{Kind: StopLockup, Detail: fmt.Sprintf("return address 0x%08x", raw)}
 			return res
 		default:
+			carryBanked(&cur.Regs, &caller.Regs)
+			if t.secureEntryReturn(&cur, raw) {
+				// A CMSE entry function returns to its Non-secure
+				// caller, whose SP is the Non-secure stack's.
+				ipsr, known := handlerIPSR(res.Frames)
+				bank, why := nsCallerStack(&caller.Regs, known && ipsr != 0)
+				v, ok := caller.Regs.Get(bank)
+				if why == "" && !ok {
+					why = bankName(bank) + " is not in the dump"
+				}
+				if why != "" {
+					res.Stop = Stop{Kind: StopBadException, Detail: fmt.Sprintf("return to Non-secure code at 0x%08x: %s", raw, why)}
+					return res
+				}
+				if sBank != 0 {
+					caller.Regs.Set(sBank, caller.SP)
+				}
+				caller.SP = v
+				nsBank = bank
+				caller.Note = joinNote(caller.Note, fmt.Sprintf("returned from the Secure entry function to Non-secure code: SP from %s", bankName(bank)))
+			}
 			caller.PC = raw &^ 1
 			caller.ReturnAddress = true
 			caller.Regs.Set(PC, caller.PC)
@@ -541,7 +592,7 @@ func (t *Target) validate(cur, caller *Frame) *Stop {
 	if pc < 2 || !t.IsCode(pc-2) {
 		return &Stop{Kind: StopPCNotCode, Detail: fmt.Sprintf("0x%08x", raw)}
 	}
-	if raw&1 == 0 {
+	if raw&1 == 0 && !t.secureEntryReturn(cur, raw) {
 		return &Stop{Kind: StopNotACall, Detail: fmt.Sprintf("return address 0x%08x has the Thumb bit clear", raw)}
 	}
 	if _, ok := CallBefore(t.Mem, pc); !ok {

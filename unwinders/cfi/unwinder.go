@@ -23,11 +23,8 @@ const Name = "cfi"
 type Unwinder struct {
 	table *Table // fixed by NewWithTable; nil: loaded from Target.Prog
 
-	mu      sync.Mutex
-	prog    unwinders.Program
-	cached  *Table
-	errTab  error
-	hasProg bool
+	mu     sync.Mutex
+	caches []progTable // one per Program (image) met, in the order met
 }
 
 // New returns an Unwinder that loads the table of each Target's Program.
@@ -39,25 +36,46 @@ func NewWithTable(tab *Table) *Unwinder { return &Unwinder{table: tab} }
 // Name implements unwinders.Unwinder.
 func (u *Unwinder) Name() string { return Name }
 
-func (u *Unwinder) tableFor(t *unwinders.Target) (*Table, error) {
+// tableFor returns the table for the code at pc: the fixed one, or the one
+// loaded from the Program that holds pc (t.ProgramFor), cached per Program.
+func (u *Unwinder) tableFor(t *unwinders.Target, pc uint32) (*Table, error) {
 	if u.table != nil {
 		return u.table, nil
 	}
-	if t.Prog == nil {
+	prog := t.ProgramFor(pc)
+	if prog == nil {
 		return nil, ErrNoCFI
 	}
-	if !reflect.TypeOf(t.Prog).Comparable() {
-		return Load(t.Prog)
+	if !reflect.TypeOf(prog).Comparable() {
+		return Load(prog)
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.hasProg && u.prog == t.Prog {
-		return u.cached, u.errTab
+	for i := range u.caches {
+		if c := &u.caches[i]; c.prog == prog {
+			return c.tab, c.err
+		}
 	}
-	u.cached, u.errTab = Load(t.Prog)
-	u.prog, u.hasProg = t.Prog, true
-	return u.cached, u.errTab
+	if len(u.caches) >= maxCachedPrograms {
+		// Another set of images: start over rather than grow.
+		u.caches = u.caches[:0]
+	}
+	tab, err := Load(prog)
+	u.caches = append(u.caches, progTable{prog: prog, tab: tab, err: err})
+	return tab, err
 }
+
+// progTable is the table decoded from one Program (one image of a
+// MultiProgram), or the error that decoding met.
+type progTable struct {
+	prog unwinders.Program
+	tab  *Table
+	err  error
+}
+
+// maxCachedPrograms bounds the tables an Unwinder keeps: a few images per
+// device (bootloader, application, Secure, Non-secure, ROM).
+const maxCachedPrograms = 8
 
 // StepError is the error Step returns when the strategy declines or fails:
 // Reason says why in words; it unwraps to unwinders.ErrNotApplicable (when
@@ -123,7 +141,7 @@ func (u *Unwinder) Step(t *unwinders.Target, frames []unwinders.Frame) (unwinder
 	if cur.Kind == unwinders.KindException {
 		return unwinders.Frame{}, declined(ErrNoFDE, "exception pseudo-frames are stepped by the walk")
 	}
-	tab, err := u.tableFor(t)
+	tab, err := u.tableFor(t, cur.LookupPC())
 	if err != nil {
 		return unwinders.Frame{}, declined(err, "%s", msg(err))
 	}

@@ -20,11 +20,8 @@ const Name = "exidx"
 type Unwinder struct {
 	table *Table // fixed by New; nil: built from Target.Prog
 
-	mu      sync.Mutex
-	prog    unwinders.Program // the Program cached was built from
-	cached  *Table
-	errTab  error
-	hasProg bool
+	mu     sync.Mutex
+	caches []progTable // one per Program (image) met, in the order met
 }
 
 // New returns an Unwinder that uses tab for every step.
@@ -33,28 +30,47 @@ func New(tab *Table) *Unwinder { return &Unwinder{table: tab} }
 // Name implements unwinders.Unwinder.
 func (u *Unwinder) Name() string { return Name }
 
-// tableFor returns the table for t: the fixed one, or the one decoded from
-// t.Prog (cached while the Program stays the same).
-func (u *Unwinder) tableFor(t *unwinders.Target) (*Table, error) {
+// tableFor returns the table for the code at pc: the fixed one, or the one
+// decoded from the Program that holds pc (t.ProgramFor), cached per
+// Program.
+func (u *Unwinder) tableFor(t *unwinders.Target, pc uint32) (*Table, error) {
 	if u.table != nil {
 		return u.table, nil
 	}
-	if t.Prog == nil {
+	prog := t.ProgramFor(pc)
+	if prog == nil {
 		return nil, ErrNoTable
 	}
-	comparable := reflect.TypeOf(t.Prog).Comparable()
-	if !comparable {
-		return NewTable(t.Prog)
+	if !reflect.TypeOf(prog).Comparable() {
+		return NewTable(prog)
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.hasProg && u.prog == t.Prog {
-		return u.cached, u.errTab
+	for i := range u.caches {
+		if c := &u.caches[i]; c.prog == prog {
+			return c.tab, c.err
+		}
 	}
-	u.cached, u.errTab = NewTable(t.Prog)
-	u.prog, u.hasProg = t.Prog, true
-	return u.cached, u.errTab
+	if len(u.caches) >= maxCachedPrograms {
+		// Another set of images: start over rather than grow.
+		u.caches = u.caches[:0]
+	}
+	tab, err := NewTable(prog)
+	u.caches = append(u.caches, progTable{prog: prog, tab: tab, err: err})
+	return tab, err
 }
+
+// progTable is the table decoded from one Program (one image of a
+// MultiProgram), or the error that decoding met.
+type progTable struct {
+	prog unwinders.Program
+	tab  *Table
+	err  error
+}
+
+// maxCachedPrograms bounds the tables an Unwinder keeps: a few images per
+// device (bootloader, application, Secure, Non-secure, ROM).
+const maxCachedPrograms = 8
 
 // StepError is the error Step returns when the strategy declines or fails:
 // Reason says why in words ("EXIDX_CANTUNWIND for foo"); it unwraps to
@@ -113,7 +129,7 @@ func (u *Unwinder) Step(t *unwinders.Target, frames []unwinders.Frame) (unwinder
 	if cur.Kind == unwinders.KindException {
 		return unwinders.Frame{}, declined(ErrNoEntry, "exception pseudo-frames are stepped by the walk")
 	}
-	tab, err := u.tableFor(t)
+	tab, err := u.tableFor(t, cur.LookupPC())
 	if err != nil {
 		return unwinders.Frame{}, declined(err, "%s", msg(err))
 	}
