@@ -116,8 +116,8 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 		r.Stop = taskEntryStop
 	}
 	if elf != nil {
-		pr := checkPairing(elf, facts, d, t, res.Frames, d.Fault)
-		r.Pairing = &pr
+		pr, imgs := pairImages(elf, facts, d, t, res.Frames, d.Fault)
+		r.Pairing, r.Images = &pr, imgs
 		if pr.Verdict == report.PairMismatch {
 			// Every frame was found with code that is not the crashed
 			// firmware's: none of them deserves more than a hint.
@@ -238,6 +238,9 @@ type elfFacts struct {
 	// ELF only.
 	code  unwinders.Memory
 	tails *tailCache
+	// images: the facts of every image of elf's set (this one's first),
+	// nil when elf is used alone.
+	images []elfFacts
 }
 
 func factsOf(elf *elfsym.File) elfFacts {
@@ -258,6 +261,9 @@ func factsOf(elf *elfsym.File) elfFacts {
 	if v := info.Vectors; v != nil {
 		f.vectors, f.initialSP, f.reset, f.vectorAddr = true, v.InitialSP, v.Reset, v.Addr
 	}
+	if set := elf.Images(); set != nil && set.Files()[0] == elf {
+		f.images = imageFacts(elf, f)
+	}
 	return f
 }
 
@@ -269,7 +275,11 @@ func newTarget(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, chain []unwi
 		// A Zephyr coredump's threads block is _kernel: place it now.
 		warnings = append(warnings, d.PlaceSymbolRegions(rtos.SymbolLookup(elf))...)
 	}
-	if elf != nil {
+	if multi, err := imagesLayer(elf, im, t); err != nil {
+		return nil, nil, err
+	} else if multi {
+		warnings = append(warnings, imageWarnings(elf)...)
+	} else if elf != nil {
 		if err := im.AddLayer(elf.Segments()...); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", elf.Name(), err)
 		}
@@ -343,6 +353,7 @@ func newTarget(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, chain []unwi
 	if v, ok := d.Fault.CFSR.Get(); ok && t.Profile != unwinders.V6M && v&(1<<4|1<<12) != 0 {
 		t.StackingFailed = true
 	}
+	bankedStacks(d, t)
 	return t, warnings, nil
 }
 

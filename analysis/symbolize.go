@@ -94,12 +94,14 @@ func symbolizeFramesHex(out []report.FrameJSON, elf *elfsym.File, frames []unwin
 			continue
 		}
 		look := f.LookupPC()
+		fe := elf.ImageAt(look) // the image that holds the code (elf alone: elf)
+		base.Image = imageLabel(elf, look)
 		var buf [4]elfsym.Location // most chains: no allocation
-		locs, err := elf.AppendSymbolize(buf[:0], look)
+		locs, err := fe.AppendSymbolize(buf[:0], look)
 		if err != nil && !slices.Contains(errs, err.Error()) {
 			errs = append(errs, err.Error())
 		}
-		ref, haveSym := elf.SymbolFor(look)
+		ref, haveSym := fe.SymbolFor(look)
 		if haveSym && ref.Kind == elfsym.SymObject {
 			// A PC inside a data object (a call through a NULL or corrupt
 			// pointer lands in the vector table, a string...) is not code.

@@ -62,7 +62,7 @@ func vframes(elf *elfsym.File, t *unwinders.Target, frames []unwinders.Frame) []
 			// dump lacks, is no CFA: values at it would be invented.)
 			cfa := frames[i+1].SP
 			vf.CFA = func() (uint32, bool) { return cfa, true }
-		} else if cfa, ok := cfaByCFI(elf, t, pc, sp, &regs); ok {
+		} else if cfa, ok := cfaByCFI(elf.ImageAt(pc), t, pc, sp, &regs); ok {
 			// No caller frame (the outermost one, or one an exception
 			// interrupted) or only a guessed one: the CFA from the
 			// frame's own CFI row.
@@ -115,8 +115,7 @@ func attachVars(elf *elfsym.File, t *unwinders.Target, frames []unwinders.Frame,
 			warning = fmt.Sprintf("%s: the DWARF variables could not be decoded (%v): arguments and locals may be missing", elf.Name(), e)
 		}
 	}()
-	prog := elf.Vars()
-	if prog == nil {
+	if elf.Images() == nil && elf.Vars() == nil {
 		return ""
 	}
 	vfs := vframes(elf, t, frames)
@@ -126,7 +125,12 @@ func attachVars(elf *elfsym.File, t *unwinders.Target, frames []unwinders.Frame,
 			k++
 		}
 		p := js[j].Phys
-		if p < len(vfs) && vfs[p] != nil && js[j].Function != "" {
+		// The variables of the image that holds the frame's code.
+		var prog *dwarfexpr.Program
+		if p < len(frames) {
+			prog = elf.ImageAt(frames[p].LookupPC()).Vars()
+		}
+		if p < len(vfs) && vfs[p] != nil && js[j].Function != "" && prog != nil {
 			scopes := prog.FrameVars(vfs[p], locals)
 			// Align from the outermost level (the physical function).
 			for a, b := k-1, len(scopes)-1; a >= j && b >= 0; a, b = a-1, b-1 {

@@ -49,11 +49,14 @@ type Report struct {
 	// Added fields (design.md, "Threads, gaps, pairing"): the ELF, whether
 	// it is the firmware that crashed, the registers and fault status
 	// registers as the dump gives them, and the faultline version.
-	ELFInfo        *ELFJSON `json:"elf,omitempty"`
-	Pairing        *Pairing `json:"pairing,omitempty"`
-	Faultline      string   `json:"faultline"`
-	Registers      *HexRegs `json:"registers,omitempty"`
-	FaultRegisters *HexRegs `json:"fault_registers,omitempty"`
+	ELFInfo *ELFJSON `json:"elf,omitempty"`
+	// Images: every ELF given, with its own pairing, when more than one
+	// was (the first is ELFInfo's).
+	Images         []ImageJSON `json:"images,omitempty"`
+	Pairing        *Pairing    `json:"pairing,omitempty"`
+	Faultline      string      `json:"faultline"`
+	Registers      *HexRegs    `json:"registers,omitempty"`
+	FaultRegisters *HexRegs    `json:"fault_registers,omitempty"`
 
 	// For the text report and for callers; not part of the JSON.
 	CPU       string              `json:"-"`
@@ -66,6 +69,16 @@ type Report struct {
 	Profile   unwinders.Profile   `json:"-"`
 	// Target is the device view the walk ran on (for CheckHonesty).
 	Target *unwinders.Target `json:"-"`
+}
+
+// ImageJSON is one entry of "images" (an addition to faultline.analysis/1,
+// present when more than one ELF was given): an image, in the order given,
+// and whether the dump belongs to it.
+type ImageJSON struct {
+	Path    string   `json:"path"`
+	BuildID string   `json:"build_id,omitempty"`
+	CPU     string   `json:"cpu,omitempty"`
+	Pairing *Pairing `json:"pairing"`
 }
 
 // FaultJSON is the "fault" object of faultline.analysis/1.
@@ -90,6 +103,9 @@ type FrameJSON struct {
 	Method     string `json:"method"`
 	SP         string `json:"sp,omitempty"`
 	Confidence string `json:"confidence"`
+	// Image is the base name of the ELF that holds the frame's code, when
+	// the dump was analysed with more than one (images).
+	Image string `json:"image,omitempty"`
 	// Exception pseudo-frames: what the core stacked.
 	ExcReturn string `json:"exc_return,omitempty"`
 	Stack     string `json:"stack,omitempty"`

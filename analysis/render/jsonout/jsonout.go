@@ -66,7 +66,7 @@ const (
 // The field lists the hand-written encoders were written for: name, type
 // and tag of every field, in order.
 const (
-	frameShape  = `Index int json:"index";PC string json:"pc,omitempty";Function string json:"function,omitempty";Symbol string json:"symbol,omitempty";Offset *int64 json:"offset,omitempty";File string json:"file,omitempty";Line int json:"line,omitempty";Kind string json:"kind";Method string json:"method";SP string json:"sp,omitempty";Confidence string json:"confidence";ExcReturn string json:"exc_return,omitempty";Stack string json:"stack,omitempty";Note string json:"note,omitempty";Gap bool json:"gap,omitempty";Args []report.VarJSON json:"args,omitempty";Locals []report.VarJSON json:"locals,omitempty";Phys int json:"-"`
+	frameShape  = `Index int json:"index";PC string json:"pc,omitempty";Function string json:"function,omitempty";Symbol string json:"symbol,omitempty";Offset *int64 json:"offset,omitempty";File string json:"file,omitempty";Line int json:"line,omitempty";Kind string json:"kind";Method string json:"method";SP string json:"sp,omitempty";Confidence string json:"confidence";Image string json:"image,omitempty";ExcReturn string json:"exc_return,omitempty";Stack string json:"stack,omitempty";Note string json:"note,omitempty";Gap bool json:"gap,omitempty";Args []report.VarJSON json:"args,omitempty";Locals []report.VarJSON json:"locals,omitempty";Phys int json:"-"`
 	threadShape = `Name string json:"name";State string json:"state";Current bool json:"current";Priority *int json:"priority,omitempty";BasePriority *int json:"base_priority,omitempty";ID string json:"id";WaitingOn string json:"waiting_on,omitempty";Stack report.StackJSON json:"stack";Diagnosis []string json:"diagnosis,omitempty";Frames []report.FrameJSON json:"frames";Stop string json:"stop";Error string json:"error,omitempty";Walk unwinders.Result json:"-";Raw rtos.Thread json:"-"`
 	stackShape  = `Start string json:"start,omitempty";End string json:"end,omitempty";SP string json:"sp,omitempty";HighWaterBytes int json:"high_water_bytes";Overflow bool json:"overflow"`
 )
@@ -292,6 +292,7 @@ func appendFrame(b []byte, f *report.FrameJSON) []byte {
 	b = appendOptString(b, `,"sp":`, f.SP)
 	b = append(b, `,"confidence":`...)
 	b = appendJSONString(b, f.Confidence)
+	b = appendOptString(b, `,"image":`, f.Image)
 	b = appendOptString(b, `,"exc_return":`, f.ExcReturn)
 	b = appendOptString(b, `,"stack":`, f.Stack)
 	b = appendOptString(b, `,"note":`, f.Note)

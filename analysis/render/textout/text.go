@@ -5,6 +5,7 @@ package textout
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/faultline-dev/faultline/analysis/report"
@@ -15,7 +16,13 @@ import (
 func Write(w io.Writer, r *report.Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Crash dump %s", r.Dump)
-	if r.ELF != "" {
+	if len(r.Images) > 1 {
+		names := make([]string, len(r.Images))
+		for i, im := range r.Images {
+			names[i] = filepath.Base(im.Path)
+		}
+		fmt.Fprintf(&b, " with %s", strings.Join(names, " + "))
+	} else if r.ELF != "" {
 		fmt.Fprintf(&b, " with %s", r.ELF)
 	}
 	fmt.Fprintf(&b, " (%s, %v)\n", report.CPUText(r.CPU), r.Profile)
@@ -164,10 +171,14 @@ func writeFrames(b *strings.Builder, frames []report.FrameJSON, indent string) {
 			pc = strings.Repeat(" ", len(pc))
 		}
 		how := fmt.Sprintf("[%s, %s]", f.Method, f.Confidence)
+		if f.Image != "" {
+			// Several images: the one that holds the frame's code.
+			how = fmt.Sprintf("[%s, %s, %s]", f.Image, f.Method, f.Confidence)
+		}
 		if f.Kind == unwinders.KindInlined.String() {
 			how = "[inlined]"
 		} else if f.Kind == unwinders.KindGuessed.String() {
-			how = fmt.Sprintf("[%s, %s, guessed]", f.Method, f.Confidence)
+			how = strings.TrimSuffix(how, "]") + ", guessed]"
 		}
 		fmt.Fprintf(b, "%s#%-2d %s  %-*s  %-*s  %s\n", indent, f.Index, pc, width, report.FrameName(f)+report.ArgsText(f.Args), lwidth, loc, how)
 		if f.Note != "" {

@@ -119,7 +119,7 @@ the others go on; the exit status is then 1.`,
 		RunE: func(cmd *cobra.Command, dumps []string) error {
 			c.elfOptional = bf.symbols != ""
 			switch {
-			case bf.symbols != "" && c.elf != "":
+			case bf.symbols != "" && len(c.elfs) > 0:
 				return usagef("--symbols DIR replaces --elf: give one of them")
 			case bf.symbols != "" && c.format == "html":
 				return usagef("--symbols does not make HTML reports yet: use --format text, json or jsonl")
@@ -293,11 +293,12 @@ func runAnalyze(cmd *cobra.Command, c *commonFlags, raw *rawFlags, bf *batchFlag
 		defer store.Close()
 		an, elfName = store, bf.symbols
 	} else {
-		elf, err = openFirmware(c.elf)
+		var closeAll func()
+		elf, closeAll, err = openImages(c.elfs)
 		if err != nil {
 			return err
 		}
-		defer elf.Close()
+		defer closeAll()
 		a, err := analysis.NewAnalyzer(elf, opts)
 		if err != nil {
 			return usageError{err}

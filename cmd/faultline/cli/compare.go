@@ -82,11 +82,11 @@ stderr, the others go on, and the exit status is then 1.`,
 			if err := c.check(); err != nil {
 				return err
 			}
-			elf, err := openFirmware(c.elf)
+			elf, closeAll, err := openImages(c.elfs)
 			if err != nil {
 				return err
 			}
-			defer elf.Close()
+			defer closeAll()
 			in := expandInputs(a)
 			multi := in.batch || len(a) > 1
 			stderr := cmd.ErrOrStderr()

@@ -51,8 +51,9 @@ func (e silentError) Error() string { return fmt.Sprintf("exit status %d", e.cod
 
 // commonFlags are shared by the commands that analyse dumps.
 type commonFlags struct {
-	elfOptional bool // analyze --symbols DIR stands for --elf
-	elf         string
+	elfOptional bool     // analyze --symbols DIR stands for --elf
+	elf         string   // the first --elf: the primary image
+	elfs        []string // every --elf, in the order given
 	unwinder    string
 	format      string
 	maxFrames   int
@@ -70,13 +71,21 @@ func (c *commonFlags) registerNoUnwinder(cmd *cobra.Command, formats ...string) 
 	if c.unwinder == "" {
 		c.unwinder = "auto"
 	}
-	cmd.Flags().StringVar(&c.elf, "elf", "", "firmware ELF file (required)")
+	cmd.Flags().StringArrayVar(&c.elfs, "elf", nil, "firmware ELF file (required); repeat it for a device of several images (bootloader + application, Secure + Non-secure, a ROM's symbol file): each image claims its own addresses, the first is the primary")
 	cmd.Flags().StringVar(&c.format, "format", "text", "output format: "+strings.Join(formats, "|"))
 	cmd.Flags().IntVar(&c.maxFrames, "max-frames", 64, "stop after this many frames")
 	c.formats = formats
 }
 
 func (c *commonFlags) check() error {
+	if len(c.elfs) > 0 {
+		c.elf = c.elfs[0]
+	}
+	for _, e := range c.elfs {
+		if e == "" {
+			return usagef("--elf with an empty path")
+		}
+	}
 	if c.elf == "" && !c.elfOptional {
 		return usagef("--elf is required")
 	}
