@@ -375,6 +375,10 @@ func Zephyr(mem unwinders.Memory, zb ZephyrBuffer) (Log, error) {
 			break
 		}
 	}
+	if !found && tmpWr == wr && tmpRd == rd && rd == wr && allZero(words) {
+		l.Note = "the ring holds no message (nothing logged since it was initialised)"
+		return l, nil
+	}
 	if !found {
 		return l, fmt.Errorf("log buffer at 0x%08x: no message layout walks from the read index %d to the write index %d (the buffer is corrupt, or a layout faultline does not know)", zb.Data, rd, wr)
 	}
@@ -405,6 +409,19 @@ func Zephyr(mem unwinders.Memory, zb ZephyrBuffer) (Log, error) {
 	l.Text, l.Truncated, l.Unread = text, trunc, un
 	l.Entries = entries
 	var notes []string
+	counts := map[string]int{}
+	for _, e := range entries {
+		counts[e.State]++
+	}
+	var cs []string
+	for _, st := range []struct{ state, what string }{{"output", "already printed"}, {"claimed", "being printed"}, {"pending", "not yet printed"}} {
+		if n := counts[st.state]; n > 0 {
+			cs = append(cs, fmt.Sprintf("%d %s", n, st.what))
+		}
+	}
+	if len(cs) > 0 {
+		notes = append(notes, "messages: "+strings.Join(cs, ", "))
+	}
 	notes = append(notes, lay.name())
 	if zb.Freq == 0 || zb.Div == 0 {
 		notes = append(notes, "timestamps are raw counts: log_output.c's freq is not in the dump")
@@ -512,4 +529,13 @@ func (r *zRing) resync(lo, hi uint32) ([]zItem, bool) {
 		}
 	}
 	return nil, false
+}
+
+func allZero(w []uint32) bool {
+	for _, v := range w {
+		if v != 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -120,3 +120,34 @@ func TestZephyrLogNoStorage(t *testing.T) {
 		t.Errorf("found %v, err %v", found, err)
 	}
 }
+
+// TestZephyrLogEmpty: a ring nothing was logged into (indexes 0, storage
+// zero) is an empty log with a note, not a warning.
+func TestZephyrLogEmpty(t *testing.T) {
+	elf, ram, d := zephyrFixture(t)
+	buf, _ := elf.Symbol("buf32")
+	ctl, _ := elf.Symbol("log_buffer")
+	orig := append([]byte(nil), ram...)
+	defer copy(ram, orig)
+	for i := uint32(0); i < 16; i++ {
+		ram[ctl-0x20000000+i] = 0
+	}
+	// Indexes 0 over messages: whatever chain of whole messages runs from
+	// index 0 to the ring's end is shown, all as already printed.
+	l, found, err := logs.FindZephyr(elf, memOf(t, elf, d), nil)
+	if !found || err != nil {
+		t.Fatalf("indexes 0 over logged messages: found %v, err %v", found, err)
+	}
+	for _, e := range l.Entries {
+		if e.State != "output" {
+			t.Errorf("indexes 0: entry %+v, want only already printed ones", e)
+		}
+	}
+	for i := uint32(0); i < 512; i++ {
+		ram[buf-0x20000000+i] = 0
+	}
+	l, found, err = logs.FindZephyr(elf, memOf(t, elf, d), nil)
+	if !found || err != nil || l.Text != "" || len(l.Entries) != 0 || !strings.Contains(l.Note, "holds no message") {
+		t.Errorf("empty ring: found %v, err %v, log %+v", found, err, l)
+	}
+}
