@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,9 +19,10 @@ import (
 // serve --db postgres://... --workers 0` process takes the uploads and
 // three `faultline serve --worker --db postgres://...` processes decode
 // them from the shared queue. While 8 clients upload, a worker is killed
-// with SIGKILL at the moment it holds a leased job (twice, each time
-// another one picked at random, and a new worker started in its place),
-// and the server itself is killed once mid-upload and started again.
+// with SIGKILL in the middle of a decode (all workers frozen with SIGSTOP
+// at a random moment until one holds a leased job; twice, a new worker
+// started in its place each time), and the server itself is killed once
+// mid-upload and started again.
 // Every dump must end decoded exactly once: as many dump rows as
 // distinct uploads, each decoded into the bucket `faultline analyze
 // --symbols` gives its original, bucket counts adding up to the uploads,
@@ -56,7 +58,9 @@ func TestKillWorkers(t *testing.T) {
 	seq := 0
 	startWorker := func() *proc {
 		seq++
-		return startProc(t, bin, dir, fmt.Sprintf("worker%d", seq), workerArgs...)
+		w := startProc(t, bin, dir, fmt.Sprintf("worker%d", seq), workerArgs...)
+		w.waitLog(t, "decoding from PostgreSQL")
+		return w
 	}
 	for range 3 {
 		workers = append(workers, startWorker())
@@ -81,13 +85,73 @@ func TestKillWorkers(t *testing.T) {
 		done <- err
 	}()
 
+	// A worker, frozen mid-decode: all workers are stopped (SIGSTOP) at
+	// a random moment until one of them is caught holding a leased job,
+	// which is then killed (SIGKILL) before it can move on; the others
+	// go on (SIGCONT) and a new worker takes its place.
+	killedLeased := 0
+	killWorker := func() {
+		t.Helper()
+		for attempt := 0; attempt < 1000; attempt++ {
+			for _, w := range workers {
+				w.signal(syscall.SIGSTOP)
+			}
+			var holders []int
+			held := map[int]int{}
+			for i, w := range workers {
+				var k int
+				if err := st.pool.QueryRow(ctx, `SELECT count(*) FROM jobs WHERE leased AND worker LIKE $1`,
+					"%-"+strconv.Itoa(w.pid())+"-%").Scan(&k); err != nil {
+					t.Fatal(err)
+				}
+				if k > 0 {
+					holders = append(holders, i)
+					held[i] = k
+				}
+			}
+			if len(holders) > 0 {
+				i := holders[rand.IntN(len(holders))]
+				victim := workers[i]
+				victim.kill9()
+				for _, w := range workers {
+					w.signal(syscall.SIGCONT)
+				}
+				t.Logf("kill -9 %s (pid %d) frozen with %d leased jobs", victim.name, victim.pid(), held[i])
+				killedLeased += held[i]
+				workers[i] = startWorker()
+				return
+			}
+			for _, w := range workers {
+				w.signal(syscall.SIGCONT)
+			}
+			var jobs int
+			if err := st.pool.QueryRow(ctx, `SELECT count(*) FROM jobs`).Scan(&jobs); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+				if jobs == 0 {
+					t.Fatal("all the work was done before a worker could be killed mid-decode")
+				}
+				done <- nil
+			default:
+			}
+			time.Sleep(time.Duration(rand.IntN(20)) * time.Millisecond)
+		}
+		t.Fatal("no worker was caught holding a job in 1000 tries")
+	}
+	killWorker()
+
 	// The server, mid-upload: clients retry until it is back.
 	for {
 		var stored int
 		if err := st.pool.QueryRow(ctx, `SELECT count(*) FROM dumps`).Scan(&stored); err != nil {
 			t.Fatal(err)
 		}
-		if stored >= third+(n-third)/4 {
+		if stored >= third+(n-third)/3 {
 			srv.kill9()
 			if stored >= n {
 				t.Fatalf("every upload was in before the server was killed: the test killed nothing mid-upload")
@@ -99,33 +163,7 @@ func TestKillWorkers(t *testing.T) {
 	}
 	srv = startProc(t, bin, dir, "server", serverArgs...)
 	waitHTTP(t, base, srv)
-
-	// Kill a worker while it holds a lease, twice.
-	killedLeased := 0
-	for kill := 0; kill < 2; kill++ {
-		for attempt := 0; ; attempt++ {
-			if attempt == 200 {
-				t.Fatalf("kill %d: no worker was seen holding a job in 200 tries", kill)
-			}
-			i := rand.IntN(len(workers))
-			victim := workers[i]
-			pattern := "%-" + strconv.Itoa(victim.pid()) + "-%"
-			if !waitLease(ctx, st, pattern, 5*time.Second) {
-				continue
-			}
-			victim.kill9()
-			var held int
-			if err := st.pool.QueryRow(ctx, `SELECT count(*) FROM jobs WHERE leased AND worker LIKE $1`, pattern).Scan(&held); err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("kill -9 %s (pid %d): %d jobs leased to it at its death", victim.name, victim.pid(), held)
-			workers[i] = startWorker()
-			if held > 0 {
-				killedLeased += held
-				break
-			}
-		}
-	}
+	killWorker()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -181,18 +219,4 @@ func TestKillWorkers(t *testing.T) {
 		t.Fatalf("bucket counts %v, want %v", got, want)
 	}
 	t.Logf("%d dumps in %d buckets, each decoded once; %d jobs were leased to killed workers", n, len(got), killedLeased)
-}
-
-// waitLease polls (every 2 ms, up to d) until a worker matching pattern
-// holds a leased job.
-func waitLease(ctx context.Context, s *Store, pattern string, d time.Duration) bool {
-	end := time.Now().Add(d)
-	for time.Now().Before(end) && ctx.Err() == nil {
-		var held bool
-		if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM jobs WHERE leased AND worker LIKE $1)`, pattern).Scan(&held); err == nil && held {
-			return true
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	return false
 }

@@ -123,18 +123,54 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	s := &Store{pool: pool}
-	err = s.tx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, schemaLock); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, schema+blobsSchema)
-		return err
-	})
-	if err != nil {
+	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: %s@%s/%s: creating the schema: %w", cfg.ConnConfig.User, cfg.ConnConfig.Host, cfg.ConnConfig.Database, err)
 	}
 	return s, nil
+}
+
+// schemaVersion is the version of schema+blobsSchema that this code
+// writes in faultline_schema.
+const schemaVersion = 1
+
+// migrate creates the schema unless the database records that it has
+// it. The DDL is not run on a database that has it: CREATE INDEX IF NOT
+// EXISTS takes its table's SHARE lock before it finds the index there,
+// so a process starting beside busy workers (their row updates) could
+// deadlock with them.
+func (s *Store) migrate(ctx context.Context) error {
+	if v, err := storedVersion(ctx, s.pool); err == nil && v >= schemaVersion {
+		return nil
+	}
+	return s.tx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, schemaLock); err != nil {
+			return err
+		}
+		v, err := storedVersion(ctx, tx)
+		if err != nil || v >= schemaVersion {
+			return err
+		}
+		if _, err := tx.Exec(ctx, schema+blobsSchema+`CREATE TABLE IF NOT EXISTS faultline_schema (version integer NOT NULL);`); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO faultline_schema (version) VALUES ($1)`, schemaVersion)
+		return err
+	})
+}
+
+// storedVersion is the schema version the database records, 0 when it
+// records none.
+func storedVersion(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) (int, error) {
+	var exists bool
+	if err := q.QueryRow(ctx, `SELECT to_regclass('faultline_schema') IS NOT NULL`).Scan(&exists); err != nil || !exists {
+		return 0, err
+	}
+	var v int
+	err := q.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM faultline_schema`).Scan(&v)
+	return v, err
 }
 
 // Close closes the connection pool.
@@ -438,7 +474,11 @@ func (s *Store) Complete(ctx context.Context, jobID int64, r store.Result, now t
 
 // RequeueExpired implements store.Store.
 func (s *Store) RequeueExpired(ctx context.Context, now time.Time) (int, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE jobs SET leased = false, lease_until = 0, worker = '' WHERE leased AND lease_until < $1`, ns(now))
+	// The rows are taken in id order and any another reaper (every
+	// worker process runs one) holds are skipped: two reapers updating
+	// the same expired rows in different orders would deadlock.
+	tag, err := s.pool.Exec(ctx, `UPDATE jobs SET leased = false, lease_until = 0, worker = ''
+		WHERE id IN (SELECT id FROM jobs WHERE leased AND lease_until < $1 ORDER BY id FOR UPDATE SKIP LOCKED)`, ns(now))
 	if err != nil {
 		return 0, fmt.Errorf("postgres: requeue expired: %w", err)
 	}

@@ -3,12 +3,14 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/faultline-dev/faultline/fleet/store"
 	"github.com/faultline-dev/faultline/fleet/store/storetest"
 	"github.com/faultline-dev/faultline/internal/testtool/pgtest"
+	"github.com/jackc/pgx/v5"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -117,5 +119,99 @@ func TestWaitingRacesELFUpload(t *testing.T) {
 	}
 	if stranded > 0 {
 		t.Fatalf("%d of %d dumps left waiting for symbols although their ELF was uploaded", stranded, rounds)
+	}
+}
+
+// TestOpenBesideBusyWorkers: a process that starts (Open) while others
+// claim, complete and requeue jobs on the same database must neither
+// fail nor make them fail (DDL on a busy table takes locks that
+// deadlock with row updates). Several reapers run at once, as every
+// worker process has one.
+func TestOpenBesideBusyWorkers(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	s, err := Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const dumps = 400
+	for i := range dumps {
+		if _, _, err := s.AddDump(ctx, store.NewDump{ID: fmt.Sprintf("busy%04d", i), SHA256: fmt.Sprintf("%064x", i), Format: "native", Received: storetest.T0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop := make(chan struct{})
+	errs := make(chan error, 100)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(2)
+		go func() { // a worker whose jobs mostly expire: claims pile up for the reapers
+			defer wg.Done()
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				now := time.Now()
+				j, ok, err := s.Claim(ctx, fmt.Sprintf("w%d", w), now, time.Millisecond)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if ok && n%2 == 0 {
+					if _, err := s.Complete(ctx, j.ID, store.Result{Status: store.StatusDecoded,
+						Bucket: store.BucketInfo{Signature: "s", Title: "t", Key: "k"}}, now); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}
+		}()
+		go func() { // its process's reaper
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := s.RequeueExpired(ctx, time.Now()); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for range 15 {
+		o, err := Open(ctx, dsn)
+		if err != nil {
+			errs <- err
+			break
+		}
+		o.Close()
+	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	// A deadlock that a retry hid still counts: PostgreSQL's statistics
+	// (flushed by each backend within a second) must show none.
+	s.Close()
+	time.Sleep(1500 * time.Millisecond)
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var deadlocks int64
+	if err := conn.QueryRow(ctx, `SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()`).Scan(&deadlocks); err != nil {
+		t.Fatal(err)
+	}
+	if deadlocks != 0 {
+		t.Errorf("PostgreSQL detected %d deadlocks", deadlocks)
 	}
 }

@@ -108,6 +108,24 @@ func (p *proc) stop() {
 	}
 }
 
+func (p *proc) signal(sig syscall.Signal) { p.cmd.Process.Signal(sig) }
+
+// waitLog waits (up to a minute) until the process's output holds
+// substr; it fails when the process exits first.
+func (p *proc) waitLog(tb testing.TB, substr string) {
+	tb.Helper()
+	for end := time.Now().Add(time.Minute); time.Now().Before(end); {
+		if b, _ := os.ReadFile(p.log); strings.Contains(string(b), substr) {
+			return
+		}
+		if p.exited() {
+			tb.Fatalf("%s exited: %v\n%s", p.name, p.err, p.tail())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	tb.Fatalf("%s did not say %q within a minute\n%s", p.name, substr, p.tail())
+}
+
 func (p *proc) exited() bool {
 	select {
 	case <-p.done:
