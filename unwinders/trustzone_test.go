@@ -55,3 +55,26 @@ func TestUnstackBankedStack(t *testing.T) {
 		t.Fatalf("MSP_S frame: %v %+v", err, next)
 	}
 }
+
+// TestWalkHandlerModePSP: an EXC_RETURN that says Handler mode on the
+// process stack contradicts the architecture (Handler mode runs on MSP):
+// the walk stops there saying so rather than read a frame at PSP.
+func TestWalkHandlerModePSP(t *testing.T) {
+	tg := exceptionTarget(t, 0x20000100, []uint32{0, 0, 0, 0, 0, 0x41, 0x44, 0x01000000})
+	tg.Profile = V8M
+	var r Registers
+	r.Set(PC, 0x10)
+	r.Set(SP, 0x20000100)
+	r.Set(LR, 0xFFFFFFB5)
+	r.Set(PSPNS, 0x20000100)
+	res := Walk(tg, r, []Unwinder{LinkRegister{}}, Options{})
+	if res.Stop.Kind != StopBadException || !strings.Contains(res.Stop.Detail, "Handler mode on the process stack") || len(res.Frames) != 1 {
+		t.Fatalf("%v, %d frames", res.Stop, len(res.Frames))
+	}
+	r.Set(LR, 0xFFFFFFB1) // the same on MSP_NS: unstacked
+	r.Set(MSPNS, 0x20000100)
+	res = Walk(tg, r, []Unwinder{LinkRegister{}}, Options{})
+	if len(res.Frames) < 3 || res.Frames[2].PC != 0x44 {
+		t.Fatalf("MSP_NS: %v %+v", res.Stop, res.Frames)
+	}
+}

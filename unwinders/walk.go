@@ -257,6 +257,12 @@ func walk(t *Target, regs Registers, chain []Unwinder, opt Options) Result {
 				res.Stop = Stop{Kind: StopBadException, Detail: fmt.Sprintf("0x%08x is not a valid EXC_RETURN on %v", raw, t.Profile)}
 				return res
 			}
+			if !exc.ToThread() && exc.UsesPSP() {
+				// Handler mode always runs on the main stack: exception
+				// entry from it never stacks on a process stack.
+				res.Stop = Stop{Kind: StopBadException, Detail: fmt.Sprintf("0x%08x says Handler mode on the process stack, but Handler mode always runs on MSP: the value is corrupt, and where the frame is is unknown", raw)}
+				return res
+			}
 			// The registers at the handler's exception return are those the
 			// step recovered for the "caller" (the callee-saved registers the
 			// handler restores before returning), not the handler's own.

@@ -716,6 +716,12 @@ func coproc(in Inst, x uint32) (Inst, bool) {
 		}
 		return in, true
 	}
+	if h1&0xffe0 == 0xec20 && x&0xffff == 0x0a00 {
+		// VLSTM, VLLDM (ARMv8-M ARM C2.4.277-278, Security Extension):
+		// the lazy FP state save and restore at [Rn]; Rn is not written
+		// (what looks like the W bit is part of the opcode).
+		return in, true
+	}
 	// LDC, STC, VLDM, VSTM, VLDR, VSTR (h1 = 111x 110P UDWL Rn).
 	fp := h1&0xf000 == 0xe000 && bits(x, 9, 3) == 0b101 // coprocessor 10 or 11
 	p, u, w, l := h1&0x100 != 0, h1&0x80 != 0, h1&0x20 != 0, h1&0x10 != 0

@@ -30,10 +30,10 @@ type multiFrame struct {
 // Secure + Non-secure on mps2-an505) and compares every frame with GDB's
 // backtrace (both symbol files loaded): the same PC, function, inlined
 // functions and image for every real frame, exception and FNC_RETURN
-// frames at the same places on the same stacks (PSP_NS, PSP_S). Where GDB
-// itself stops early (it cannot find the caller of the Secure main at
-// -O2/-Os: return address 0x0), GDB's frames are compared and the walk
-// must go on to the reset handler. In the bootloader + application pair
+// frames at the same places on the same stacks (MSP_NS, MSP_S, the
+// Secure stack with the additional state context under a Non-secure
+// interrupt). Where GDB itself stops early (return address 0x0), GDB's
+// frames are compared and the walk must go on to the reset handler. In the bootloader + application pair
 // every frame is found by the CFI of its own image. The pairing is reported per image and
 // no call is doubted (BLXNS is a call; no call is checked across images).
 func TestAnalyzeMultiImageCorpus(t *testing.T) {

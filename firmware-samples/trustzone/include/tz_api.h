@@ -20,7 +20,11 @@
 enum {
 	SCENARIO_NS_CALLBACK = 1, /* NS code called back from Secure code faults */
 	SCENARIO_SECURE_SERVICE = 2, /* Secure code called from NS faults */
+	SCENARIO_NS_IRQ = 3, /* an NS interrupt preempts Secure code; its handler faults */
 };
+
+/* The external interrupt scenario 3 targets to the Non-secure state. */
+#define NS_IRQ 7u
 
 /* An address QEMU's AN505 map leaves unmapped: an access raises a precise
  * BusFault, which escalates to the Secure HardFault. */
@@ -32,5 +36,6 @@ typedef uint32_t ns_callback_t(uint32_t);
 uint32_t s_scenario(void);
 uint32_t s_run_callback(ns_callback_t *cb, uint32_t arg);
 uint32_t s_checksum(const uint32_t *p, uint32_t n);
+uint32_t s_poll_with_irq(uint32_t rounds);
 
 #endif

@@ -22,6 +22,18 @@ FW_NOINLINE static uint32_t ns_callback(uint32_t v)
 	return ns_store(v * 3u) + ns_counter;
 }
 
+/* The Non-secure interrupt handler (NS_IRQ), entered while Secure code
+ * runs (scenario 3): its work faults. */
+FW_NOINLINE static void ns_irq_work(uint32_t v)
+{
+	ns_counter += ns_store(v ^ 0x5au);
+}
+
+void ns_irq_handler(void)
+{
+	ns_irq_work(ns_counter + 1u);
+}
+
 FW_NOINLINE static uint32_t ns_run(uint32_t scenario)
 {
 	switch (scenario) {
@@ -29,6 +41,8 @@ FW_NOINLINE static uint32_t ns_run(uint32_t scenario)
 		return s_run_callback(ns_callback, 7u);
 	case SCENARIO_SECURE_SERVICE:
 		return s_checksum((const uint32_t *)UNMAPPED_ADDR, 4u);
+	case SCENARIO_NS_IRQ:
+		return s_poll_with_irq(100000u);
 	}
 	return 0;
 }

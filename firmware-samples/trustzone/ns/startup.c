@@ -12,18 +12,21 @@ extern uint32_t _sidata[], _sdata[], _edata[], _sbss[], _ebss[];
 
 void Reset_Handler(void);
 void NS_Default_Handler(void);
+void ns_irq_handler(void);
 int main(void);
 
 typedef void (*vector_t)(void);
 
 __attribute__((section(".isr_vector"), used))
-const vector_t ns_vector_table[16] = {
+const vector_t ns_vector_table[16 + NS_IRQ + 1] = {
 	(vector_t)(uintptr_t)_estack,
 	Reset_Handler,
 	NS_Default_Handler, NS_Default_Handler, NS_Default_Handler,
 	NS_Default_Handler, NS_Default_Handler, 0, 0, 0, 0,
 	NS_Default_Handler, NS_Default_Handler, 0,
 	NS_Default_Handler, NS_Default_Handler,
+	[16 ... 16 + NS_IRQ - 1] = NS_Default_Handler,
+	[16 + NS_IRQ] = ns_irq_handler,
 };
 
 FW_NOINLINE void NS_Default_Handler(void)
@@ -32,22 +35,7 @@ FW_NOINLINE void NS_Default_Handler(void)
 		__asm volatile("" ::: "memory");
 }
 
-/* Non-secure thread code runs on PSP_NS, as under an RTOS: switch before
- * anything is pushed (naked: no frame), then continue in ns_start. */
-void ns_start(void);
-__attribute__((naked)) void Reset_Handler(void)
-{
-	__asm volatile(
-		"mrs r0, msp\n"
-		"msr psp, r0\n"
-		"mrs r0, control\n"
-		"orr r0, r0, #2\n"
-		"msr control, r0\n"
-		"isb\n"
-		"b ns_start\n");
-}
-
-void ns_start(void)
+void Reset_Handler(void)
 {
 	volatile uint32_t *src = _sidata;
 	volatile uint32_t *dst = _sdata;

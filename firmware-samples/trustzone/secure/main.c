@@ -1,7 +1,7 @@
 /*
  * Secure image of the faultline TrustZone sample: opens the Non-secure
- * memory (MPC blocks, SAU regions, the NSC window), switches Secure thread
- * code to PSP_S (as TF-M does), starts the Non-secure image through a
+ * memory (MPC blocks, SAU regions, the NSC window), starts the Non-secure
+ * image through a
  * cmse_nonsecure_call, and offers three entry functions (tz_api.h).
  * Scenario 1: s_run_callback calls a Non-secure callback (FNC_RETURN in
  * LR), which faults. Scenario 2: s_checksum, called from NS through its
@@ -18,6 +18,10 @@
 #define SAU_RNR  REG32(0xE000EDD8u)
 #define SAU_RBAR REG32(0xE000EDDCu)
 #define SAU_RLAR REG32(0xE000EDE0u)
+/* NVIC (ARMv8-M ARM D1.2.x): enable, pend, and target (ITNS) registers. */
+#define NVIC_ISER0 REG32(0xE000E100u)
+#define NVIC_ISPR0 REG32(0xE000E200u)
+#define NVIC_ITNS0 REG32(0xE000E380u)
 /* The Non-secure alias of the SCB's VTOR. */
 #define VTOR_NS  REG32(0xE002ED08u)
 /* IoT Kit Secure privilege control block: NSCCFG (CODENSC = bit 0 makes
@@ -72,19 +76,6 @@ static void tz_setup(void)
 	__asm volatile("dsb\n isb" ::: "memory");
 }
 
-/* Secure thread code runs on PSP_S from here on. */
-__attribute__((naked)) static void use_psp_s(void)
-{
-	__asm volatile(
-		"ldr r0, =_psp_s_top\n"
-		"msr psp, r0\n"
-		"mrs r0, control\n"
-		"orr r0, r0, #2\n"
-		"msr control, r0\n"
-		"isb\n"
-		"bx lr\n");
-}
-
 FW_NOINLINE static void start_ns(void)
 {
 	const uint32_t *ns_vectors = (const uint32_t *)NS_CODE_BASE;
@@ -97,7 +88,6 @@ FW_NOINLINE static void start_ns(void)
 int main(void)
 {
 	tz_setup();
-	use_psp_s();
 	start_ns();
 	for (;;)
 		__asm volatile("" ::: "memory");
@@ -109,7 +99,8 @@ uint32_t __attribute__((cmse_nonsecure_entry)) s_scenario(void)
 }
 
 /* Secure service that calls Non-secure code back: the BLXNS leaves
- * FNC_RETURN in LR and the return address on the Secure stack (PSP_S). */
+ * FNC_RETURN in LR and the return address on the Secure stack (MSP_S:
+ * Secure thread code runs on the main stack here). */
 FW_NOINLINE static uint32_t s_dispatch(ns_callback_t *cb, uint32_t arg)
 {
 	ns_cb_t *fn = (ns_cb_t *)cmse_nsfptr_create(cb);
@@ -138,4 +129,29 @@ uint32_t __attribute__((cmse_nonsecure_entry)) s_checksum(const uint32_t *p, uin
 {
 	s_calls++;
 	return s_sum_words(p, n) ^ s_calls;
+}
+
+volatile uint32_t s_polls;
+
+/* Secure code that a Non-secure interrupt preempts: the core pushes the
+ * additional state context (integrity signature, r4-r11) on MSP_S. */
+FW_NOINLINE static uint32_t s_poll(uint32_t rounds)
+{
+	uint32_t acc = 0;
+	for (uint32_t i = 0; i < rounds; i++) {
+		s_polls++;
+		acc = (acc << 3) ^ s_polls;
+	}
+	return acc;
+}
+
+/* Targets NS_IRQ to the Non-secure state, enables and pends it, then
+ * polls: the interrupt is taken while Secure code runs. */
+uint32_t __attribute__((cmse_nonsecure_entry)) s_poll_with_irq(uint32_t rounds)
+{
+	NVIC_ITNS0 |= 1u << NS_IRQ;
+	NVIC_ISER0 = 1u << NS_IRQ;
+	__asm volatile("dsb\n isb" ::: "memory");
+	NVIC_ISPR0 = 1u << NS_IRQ;
+	return s_poll(rounds) + 1;
 }
