@@ -95,6 +95,11 @@ func checkZephyrLog(t *testing.T, dump, console string) {
 	if !found {
 		t.Errorf("no frame sensor_fail (id=3): %+v", r.Frames)
 	}
+	html, _, _ := run(t, "", "analyze", "--elf", elf, "--format", "html", dump)
+	if !strings.Contains(html, "<summary><b>log_buffer</b> · zephyr · 0x20000030 · ") ||
+		!strings.Contains(html, "[00:00:24.150,032] &lt;inf&gt; app: blob\n") {
+		t.Errorf("html report has no Zephyr log")
+	}
 	text, _, _ := run(t, "", "analyze", "--elf", elf, dump)
 	if !strings.Contains(text, "  zephyr \"log_buffer\" at 0x20000030, ") ||
 		!strings.Contains(text, "    | [00:00:24.150,032] <inf> app: blob\n    |                               01 02 03 fe 68 69 00 7f  09 0a 0b 0c 0d 0e 0f 10 |....hi.. ........\n") {
