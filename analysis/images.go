@@ -100,10 +100,8 @@ func imagesLayer(elf *elfsym.File, im *unwinders.Image, t *unwinders.Target) (bo
 	if set == nil {
 		return false, nil
 	}
-	for _, f := range set.Files() {
-		if err := im.AddLayer(f.Segments()...); err != nil {
-			return true, err
-		}
+	if err := im.AddLayer(set.Segments()...); err != nil {
+		return true, err
 	}
 	t.Prog = set
 	return true, nil

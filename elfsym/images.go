@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/faultline-dev/faultline/unwinders"
 )
@@ -111,13 +112,24 @@ func (f *File) ImageAt(addr uint32) *File {
 	return f
 }
 
+// contentSegments returns f's Segments that hold some section's bytes: a
+// symbol file (objcopy --extract-symbol) keeps load segments whose file
+// bytes are no section's, which are not the device's memory.
+func contentSegments(f *File) []unwinders.Region {
+	var out []unwinders.Region
+	for _, r := range f.segments {
+		if len(r.Data) > 0 && !strings.HasSuffix(r.Name, "()") {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // claimsOf lists the ranges f claims.
 func claimsOf(f *File) []Claim {
 	var out []Claim
-	for _, r := range f.segments {
-		if len(r.Data) > 0 {
-			out = append(out, Claim{Lo: r.Addr, Hi: r.End(), What: r.Name})
-		}
+	for _, r := range contentSegments(f) {
+		out = append(out, Claim{Lo: r.Addr, Hi: r.End(), What: r.Name})
 	}
 	if len(out) > 0 {
 		return out
@@ -226,11 +238,13 @@ func (m *Images) Symbol(name string) (uint32, bool) {
 	return 0, false
 }
 
-// Segments returns every image's Segments, primary image first.
+// Segments returns the memory image of every image, primary image first:
+// each one's Segments but those that hold no section's bytes (a symbol
+// file's).
 func (m *Images) Segments() []unwinders.Region {
 	var out []unwinders.Region
 	for _, f := range m.files {
-		out = append(out, f.segments...)
+		out = append(out, contentSegments(f)...)
 	}
 	return out
 }

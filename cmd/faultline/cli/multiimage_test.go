@@ -261,3 +261,40 @@ func TestAnalyzeOverlappingImages(t *testing.T) {
 		t.Errorf("one --elf: the report names images:\n%s", out)
 	}
 }
+
+// TestAnalyzeROMSymbolFile: the bootloader given only as a symbol file
+// (objcopy --extract-symbol, as a ROM's symbols ship) names the frame in
+// its code, from that file, without file:line; with no code bytes there
+// (the dump holds RAM only) the step past it is a guess and says that the
+// memory was not captured, never high confidence.
+func TestAnalyzeROMSymbolFile(t *testing.T) {
+	app := filepath.Join(repo, "firmware-samples/multiimage/build/gcc-m3-O2-app.elf")
+	syms := filepath.Join(repo, "firmware-samples/multiimage/symbols/gcc-m3-O2-bootsyms.elf")
+	dump := filepath.Join(repo, "fixtures/qemu-multiimage/gcc-m3-O2-boot_service.json")
+	out, errOut, code := run(t, "", "analyze", "--format", "json", "--elf", app, "--elf", syms, dump)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var r struct {
+		Frames []struct {
+			multiFrame
+			File       string `json:"file"`
+			Confidence string `json:"confidence"`
+			Note       string `json:"note"`
+		} `json:"frames"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Frames) < 4 {
+		t.Fatalf("%d frames", len(r.Frames))
+	}
+	f := r.Frames[2] // GDB: boot_crc_word at 0x412
+	if f.Function != "boot_crc_word" || f.Image != "gcc-m3-O2-bootsyms.elf" || f.File != "" || trimPC(f.PC) != "412" {
+		t.Errorf("frame 2: %+v", f)
+	}
+	next := r.Frames[3]
+	if next.Confidence == "high" || !strings.Contains(next.Note, "not captured") {
+		t.Errorf("frame 3 past the symbol-only code: %+v", next)
+	}
+}
