@@ -298,3 +298,32 @@ func TestAnalyzeROMSymbolFile(t *testing.T) {
 		t.Errorf("frame 3 past the symbol-only code: %+v", next)
 	}
 }
+
+// TestCompareMultiImage: compare takes the images too, and every
+// strategy's frames name their image.
+func TestCompareMultiImage(t *testing.T) {
+	s := filepath.Join(repo, "firmware-samples/trustzone/build/gcc-O2-s.elf")
+	ns := filepath.Join(repo, "firmware-samples/trustzone/build/gcc-O2-ns.elf")
+	dump := filepath.Join(repo, "fixtures/qemu-trustzone/gcc-O2-ns_callback.json")
+	out, errOut, code := run(t, "", "compare", "--format", "json", "--elf", s, "--elf", ns, dump)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var c struct {
+		Results []struct {
+			Unwinder string       `json:"unwinder"`
+			Frames   []multiFrame `json:"frames"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(out), &c); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range c.Results {
+		if len(r.Frames) < 3 || r.Frames[0].Image != "gcc-O2-s.elf" || r.Frames[2].Image != "gcc-O2-ns.elf" || r.Frames[2].Function != "ns_store" {
+			t.Errorf("%s: %s", r.Unwinder, showMulti(r.Frames))
+		}
+	}
+	if len(c.Results) < 5 {
+		t.Errorf("%d strategies", len(c.Results))
+	}
+}
