@@ -168,6 +168,10 @@ func buildPage(r *report.Report, d *crashdump.Dump, opt Options) *htmlPage {
 		}
 		if f.Kind != unwinders.KindInlined.String() && f.Kind != unwinders.KindException.String() {
 			hf.How = f.Method + " · " + f.Confidence
+			if f.Image != "" {
+				// Several images: the one that holds the frame's code.
+				hf.How = f.Image + " · " + hf.How
+			}
 		}
 		hf.Loc = report.FileLine(f)
 		if f.File != "" && f.Line > 0 {

@@ -327,3 +327,25 @@ func TestCompareMultiImage(t *testing.T) {
 		t.Errorf("%d strategies", len(c.Results))
 	}
 }
+
+// TestAnalyzeMultiImageText: the text and HTML reports name each frame's
+// image beside how it was found.
+func TestAnalyzeMultiImageText(t *testing.T) {
+	s := filepath.Join(repo, "firmware-samples/trustzone/build/gcc-O2-s.elf")
+	ns := filepath.Join(repo, "firmware-samples/trustzone/build/gcc-O2-ns.elf")
+	dump := filepath.Join(repo, "fixtures/qemu-trustzone/gcc-O2-ns_irq.json")
+	for format, want := range map[string][]string{
+		"text": {"with gcc-O2-s.elf + gcc-O2-ns.elf", "[gcc-O2-ns.elf, cfi, high]", "[gcc-O2-s.elf, registers, high]"},
+		"html": {"gcc-O2-ns.elf · cfi · high", "gcc-O2-s.elf · registers · high"},
+	} {
+		out, errOut, code := run(t, "", "analyze", "--format", format, "--elf", s, "--elf", ns, dump)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", format, code, errOut)
+		}
+		for _, w := range want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: no %q", format, w)
+			}
+		}
+	}
+}
