@@ -22,8 +22,18 @@ func vframes(elf *elfsym.File, t *unwinders.Target, frames []unwinders.Frame) []
 		read = t.Mem.Read
 	}
 	guessed := false
+	// Callee-saved registers an inner frame's function wrote without
+	// saving them (vars_clobber.go): unknown in every frame outwards until
+	// a function that saved them is passed.
+	var clobber uint16
 	for i := range frames {
 		f := &frames[i]
+		inherited := clobber
+		if f.Kind == unwinders.KindNormal && t != nil {
+			if s, w, ok := calleeClobber(elf.ImageAt(f.LookupPC()), t.Mem, f.LookupPC(), f.PC); ok {
+				clobber = clobber&^s | w
+			}
+		}
 		// A caller found by a fallback because the memory its unwind
 		// needed was not captured (a partial dump) has guessed registers,
 		// and so has every frame past it: no value is read with them.
@@ -36,6 +46,11 @@ func vframes(elf *elfsym.File, t *unwinders.Target, frames []unwinders.Frame) []
 		if i > 0 && !afterExc {
 			// A caller's caller-saved registers are never known.
 			regs.ForgetCallerSaved()
+		}
+		for r := unwinders.Reg(4); r <= 11; r++ {
+			if inherited&(1<<r) != 0 {
+				regs.Forget(r)
+			}
 		}
 		sp := f.SP
 		// Looked up at PC-1 for a return address, as GDB does: compilers
