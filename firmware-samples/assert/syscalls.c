@@ -1,7 +1,7 @@
 /*
- * The newlib system calls the message sample needs. Output is discarded;
- * _sbrk hands out a small static heap (newlib's stdio may allocate);
- * _exit traps with UDF so that abort() ends in a HardFault.
+ * newlib system calls of the message sample, kept apart from the other samples'
+ * on purpose: _exit traps with UDF so that abort() ends in a HardFault the oracle
+ * catches; output is discarded; _sbrk hands out a small static heap (stdio may).
  */
 #include <errno.h>
 #include <stddef.h>
