@@ -160,6 +160,7 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 	if w := attachVars(elf, t, res.Frames, r.Frames, opt.Locals); w != "" {
 		r.Warnings = append(r.Warnings, w)
 	}
+	noteTailCalls(elf, res.Frames, r.Frames)
 	for i := range r.Frames {
 		r.Frames[i].Note = demangleText(elf, r.Frames[i].Note)
 	}
