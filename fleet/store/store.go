@@ -261,3 +261,15 @@ type Store interface {
 	// Close releases the database.
 	Close() error
 }
+
+// Label is the name a symbol's ELF goes by in reports (the workers' and
+// the pages'): its upload name, else its build ID, else its SHA-256.
+func (y Symbol) Label() string {
+	switch {
+	case y.Name != "":
+		return y.Name
+	case y.BuildID != "":
+		return "build-id " + y.BuildID
+	}
+	return "sha256 " + y.SHA256
+}

@@ -57,12 +57,7 @@ func symbolOf(ctx context.Context, syms SymbolLookup, sha, buildID string) (stor
 // labels it: its upload name, else its build ID, else its SHA-256.
 func elfLabel(ctx context.Context, syms SymbolLookup, d store.Dump) string {
 	if y, ok := symbolOf(ctx, syms, d.ELF, d.BuildID); ok {
-		switch {
-		case y.Name != "":
-			return y.Name
-		case y.BuildID != "":
-			return "build-id " + y.BuildID
-		}
+		return y.Label()
 	}
 	return "sha256 " + d.ELF
 }

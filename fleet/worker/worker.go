@@ -360,18 +360,6 @@ func Title(s bucket.Signature) string {
 	return t
 }
 
-// Label is the name a symbol's ELF goes by in reports: its upload name,
-// else its build ID, else its SHA-256.
-func Label(y store.Symbol) string {
-	switch {
-	case y.Name != "":
-		return y.Name
-	case y.BuildID != "":
-		return "build-id " + y.BuildID
-	}
-	return "sha256 " + y.SHA256
-}
-
 // open returns the analyzer of a symbol, opened once.
 func (p *Pool) open(y store.Symbol) (symstore.ELF, error) {
 	p.mu.Lock()
@@ -383,7 +371,7 @@ func (p *Pool) open(y store.Symbol) (symstore.ELF, error) {
 	o = &openELF{}
 	data, err := p.cfg.Blobs.ReadFile(y.SHA256, 0)
 	if err == nil {
-		ef, ferr := symstore.NewFirmware(bytes.NewReader(data), Label(y))
+		ef, ferr := symstore.NewFirmware(bytes.NewReader(data), y.Label())
 		if ferr != nil {
 			err = ferr
 		} else {
@@ -391,12 +379,12 @@ func (p *Pool) open(y store.Symbol) (symstore.ELF, error) {
 			if aerr != nil {
 				err = aerr
 			} else {
-				o.elf = symstore.ELF{Name: Label(y), BuildID: ef.BuildID(), Analyzer: an}
+				o.elf = symstore.ELF{Name: y.Label(), BuildID: ef.BuildID(), Analyzer: an}
 			}
 		}
 	}
 	if err != nil {
-		o.err = fmt.Errorf("%s: %w", Label(y), err)
+		o.err = fmt.Errorf("%s: %w", y.Label(), err)
 	}
 	p.mu.Lock()
 	if len(p.elfs) >= 2*p.cfg.MaxELFs {
