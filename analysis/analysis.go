@@ -160,7 +160,9 @@ func analyze(elf *elfsym.File, facts elfFacts, d *crashdump.Dump, name string, c
 	if w := attachVars(elf, t, res.Frames, r.Frames, opt.Locals); w != "" {
 		r.Warnings = append(r.Warnings, w)
 	}
-	noteTailCalls(elf, res.Frames, r.Frames)
+	if w := noteTailCalls(elf, res.Frames, r.Frames); w != "" {
+		r.Warnings = append(r.Warnings, w)
+	}
 	for i := range r.Frames {
 		r.Frames[i].Note = demangleText(elf, r.Frames[i].Note)
 	}

@@ -14,10 +14,18 @@ import (
 // calling the callee directly. GDB reconstructs such a function as a frame
 // of its own from DWARF call sites; faultline names it in a note and adds
 // no frame, since no stack memory proves it (dwarfexpr.TailCallVia).
-func noteTailCalls(elf *elfsym.File, frames []unwinders.Frame, js []report.FrameJSON) {
+//
+// Undecodable debugging information never stops the report: a failure in
+// the decoder drops the notes not made yet, with a warning.
+func noteTailCalls(elf *elfsym.File, frames []unwinders.Frame, js []report.FrameJSON) (warning string) {
 	if elf == nil {
-		return
+		return ""
 	}
+	defer func() {
+		if e := recover(); e != nil {
+			warning = fmt.Sprintf("%s: the DWARF call sites could not be decoded (%v): tail calls may go unnamed", elf.Name(), e)
+		}
+	}()
 	for j := range js {
 		p := js[j].Phys
 		if j > 0 && js[j-1].Phys == p {
@@ -45,4 +53,5 @@ func noteTailCalls(elf *elfsym.File, frames []unwinders.Frame, js []report.Frame
 		js[j].Note = joinNote(js[j].Note, fmt.Sprintf("called %s (returning to %s), which tail-called %s by the branch before %s: %s has no frame on the stack (DWARF call sites; GDB shows it as a frame)",
 			tc.Via, report.Hex(tc.CallPC), demangleText(elf, prog.FuncName(callee.LookupPC())), report.Hex(tc.TailRet), tc.Via))
 	}
+	return ""
 }
